@@ -1,0 +1,111 @@
+"""The run folder and trace format shared by the harness (writer) and signatures (reader).
+
+A run folder holds:
+
+- ``trace.jsonl``: one JSON object per line, streamed while the run goes (a crash,
+  timeout or SIGKILL keeps what was written). Every record has ``kind`` and ``t``
+  (seconds since the script started). Kinds:
+
+  - ``start``: ``pid``, ``device``, ``torch``, ``seed``, ``argv``.
+  - ``backward``: ``i`` (0-based count of backward calls), ``loss`` (float value of the
+    tensor ``backward()`` was called on; ``nan``/``inf`` kept as strings "nan", "inf",
+    "-inf"), ``step`` (optimizer steps taken so far).
+  - ``loss_fn``: ``i``, ``loss``: the output of a loss module (``nn.*Loss``) or a
+    functional loss computed with grad enabled, in training mode. Lets a mutant that
+    never calls ``backward()`` still show a loss curve.
+  - ``step``: ``i`` (1-based optimizer step count), ``grad_norm`` (global L2 norm of
+    all parameter gradients at ``step()``; null when not sampled), ``update_ratio``
+    (||delta w|| / ||w|| over all parameters of that step; null when not sampled),
+    ``rss_mb``, ``cuda_mb`` (null on CPU), ``step_time`` (seconds since previous step).
+  - ``forwards``: cumulative counters at the time of writing:
+    ``train_forwards`` (forwards whose output received a gradient), of which
+    ``train_forwards_eval_mode`` ran with the module in ``eval()``;
+    ``eval_forwards`` (forwards whose output got no gradient), of which
+    ``eval_forwards_grad`` ran with grad enabled (a wasted graph).
+  - ``report``: whatever the script passed to ``experiments.telemetry.report``
+    (``epoch``, ``train_loss``, ``val_loss``, ``val_metric``...).
+  - ``end``: ``status`` and the final counters (written by the child if it can;
+    otherwise the parent appends it).
+
+- ``result.json``: the one result row of the run (see ``RESULT_FIELDS``), written
+  atomically by the parent when the run ends.
+- ``mutant.py`` (the source that ran, when it is a mutant), ``stdout.txt``, ``stderr.txt``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TRACE_FILE = "trace.jsonl"
+RESULT_FILE = "result.json"
+STATUSES = ("ok", "crash", "timeout", "nan", "oom", "killed", "invalid")
+
+RESULT_FIELDS = (
+    "key",  # cache key (hex)
+    "run_id",  # human-readable: <loop>/<identity or 'none'>/seed<k>/<device>
+    "loop",  # loop name or script path
+    "identity",  # mutant identity, or "none" for the unmutated script
+    "operators",  # list of operator names ([] when unmutated)
+    "categories",
+    "params",
+    "lines",  # original lines the mutation touched
+    "mutant_lines",
+    "diff",
+    "sha256",  # of the source that ran
+    "argv",
+    "seed",
+    "device",
+    "status",
+    "exc_type",
+    "exc_message",
+    "steps",  # optimizer steps taken
+    "backward_calls",
+    "wall_s",  # wall time of the child, start to end
+    "peak_rss_mb",
+    "peak_cuda_mb",
+    "train_forwards",
+    "train_forwards_eval_mode",
+    "eval_forwards",
+    "eval_forwards_grad",
+    "exit_code",
+    "torch_version",
+    "harness_version",
+)
+
+
+def encode_float(value: float | None) -> float | str | None:
+    if value is None:
+        return None
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def decode_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return float(value)
+    return float(value)
+
+
+def read_trace(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Records of a trace file; a torn last line (killed mid-write) is skipped."""
+    trace = Path(path)
+    if trace.is_dir():
+        trace = trace / TRACE_FILE
+    if not trace.exists():
+        return
+    with open(trace, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue

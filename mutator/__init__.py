@@ -1,0 +1,33 @@
+"""The mutation engine: parse once, find sites, apply by node identity, name, diff.
+
+Imports libcst only. Operators live in the ``mutations`` package; the engine takes
+operator instances, so it never depends on which operators exist.
+"""
+
+from mutator.engine import (
+    Mutant,
+    MutationError,
+    Site,
+    SourceFile,
+    apply_sites,
+    choose_higher_order,
+    first_order_mutants,
+    higher_order_mutants,
+)
+from mutator.operator import CATEGORIES, SEVERITIES, Example, Operator, Param
+
+__all__ = [
+    "CATEGORIES",
+    "SEVERITIES",
+    "Example",
+    "Mutant",
+    "MutationError",
+    "Operator",
+    "Param",
+    "Site",
+    "SourceFile",
+    "apply_sites",
+    "choose_higher_order",
+    "first_order_mutants",
+    "higher_order_mutants",
+]

@@ -1,0 +1,101 @@
+"""What an operator may ask about a node: metadata, neighbours, names. Read-only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+from libcst.metadata import (
+    CodeRange,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+)
+
+PROVIDERS = (ParentNodeProvider, PositionProvider, QualifiedNameProvider)
+
+
+class Context:
+    """Metadata for one parsed module, plus a by-type index built in the engine's one pass."""
+
+    def __init__(self, wrapper: MetadataWrapper, nodes_by_type: dict[type, list[cst.CSTNode]]):
+        self.module: cst.Module = wrapper.module
+        self._metadata = wrapper.resolve_many(PROVIDERS)
+        self._nodes_by_type = nodes_by_type
+
+    # -- metadata -------------------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._metadata[ParentNodeProvider].get(node)
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        return self._metadata[PositionProvider][node]
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """Fully qualified names of a name/attribute/call target (aliases resolved)."""
+        names = self._metadata[QualifiedNameProvider].get(node, set())
+        return {qualified.name for qualified in names}
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # -- structure ------------------------------------------------------------------
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parent(node)
+        while current is not None:
+            yield current
+            current = self.parent(current)
+
+    def enclosing(self, node: cst.CSTNode, kind: type | tuple[type, ...]) -> cst.CSTNode | None:
+        return next((a for a in self.ancestors(node) if isinstance(a, kind)), None)
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        return self.enclosing(node, cst.FunctionDef)  # type: ignore[return-value]
+
+    def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
+        """The statement (simple line or compound) that contains ``node``."""
+        if isinstance(node, cst.BaseStatement):
+            return node
+        return self.enclosing(node, cst.BaseStatement)  # type: ignore[return-value]
+
+    def block_of(self, statement: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+        """The statements of the block (function, loop, module...) holding ``statement``."""
+        parent = self.parent(statement)
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            return parent.body
+        return ()
+
+    def following_statements(self, statement: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+        block = list(self.block_of(statement))
+        for index, candidate in enumerate(block):
+            if candidate is statement:
+                return block[index + 1 :]
+        return ()
+
+    def preceding_statements(self, statement: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+        block = list(self.block_of(statement))
+        for index, candidate in enumerate(block):
+            if candidate is statement:
+                return block[:index]
+        return ()
+
+    def nodes(self, kind: type[cst.CSTNode]) -> list[cst.CSTNode]:
+        """Every node of exactly this type in the module, in document order."""
+        return self._nodes_by_type.get(kind, [])
+
+    def within(self, node: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        return node is inner or any(a is node for a in self.ancestors(inner))
+
+    def nodes_within(self, root: cst.CSTNode, kind: type[cst.CSTNode]) -> list[cst.CSTNode]:
+        """Nodes of ``kind`` inside ``root`` (by position, so no extra tree walk)."""
+        span = self.position(root)
+        start, end = (span.start.line, span.start.column), (span.end.line, span.end.column)
+        found = []
+        for candidate in self.nodes(kind):
+            where = self.position(candidate)
+            if (where.start.line, where.start.column) >= start and (
+                where.end.line,
+                where.end.column,
+            ) <= end:
+                found.append(candidate)
+        return found

@@ -1,0 +1,330 @@
+"""Parse once, find every site of every operator in one pass, apply sites by node identity.
+
+Identity of a mutant: ``<target>::<scope>::<operator>#<ordinal>`` where the ordinal counts
+sites of that operator inside the enclosing function, so editing an unrelated function
+never renumbers a mutant. Higher-order mutants join their parts with ``+``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from mutator.context import Context
+from mutator.operator import Operator, Replacement
+
+PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
+PART_SEPARATOR = "+"
+
+
+class MutationError(Exception):
+    """A problem with the input (syntax error, bad operator) or, for compile failures, the engine."""
+
+
+@dataclass(frozen=True)
+class Span:
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+    def overlaps(self, other: Span) -> bool:
+        return self.start < other.end and other.start < self.end
+
+
+@dataclass
+class Site:
+    """One place where one operator applies."""
+
+    operator: Operator
+    node: cst.CSTNode
+    scope: str
+    ordinal: int
+    line: int
+    column: int
+    target: str
+    edits: dict[int, tuple[cst.CSTNode, Replacement]] = field(repr=False, default_factory=dict)
+    footprint: tuple[Span, ...] = ()
+
+    @property
+    def identity(self) -> str:
+        return f"{self.target}::{self.scope}::{self.operator.label}#{self.ordinal}"
+
+    def overlaps(self, other: Site) -> bool:
+        return any(a.overlaps(b) for a in self.footprint for b in other.footprint)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    identity: str
+    parts: tuple[str, ...]
+    operators: tuple[str, ...]
+    categories: tuple[str, ...]
+    source: str
+    sha256: str
+    diff: str
+    lines: tuple[int, ...]  # lines of the original that changed (or precede an insertion)
+    mutant_lines: tuple[int, ...]  # the same places, numbered in the mutated source
+    params: tuple[dict[str, Any], ...] = ()
+
+    def manifest_entry(self) -> dict[str, Any]:
+        return {
+            "identity": self.identity,
+            "parts": list(self.parts),
+            "operators": list(self.operators),
+            "categories": list(self.categories),
+            "params": [dict(p) for p in self.params],
+            "lines": list(self.lines),
+            "mutant_lines": list(self.mutant_lines),
+            "sha256": self.sha256,
+        }
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class _Indexer(cst.CSTVisitor):
+    """The one pass: index every node by type and record enclosing function/class names."""
+
+    def __init__(self) -> None:
+        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.scope_of: dict[int, str] = {}
+        self._scopes: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.by_type[type(node)].append(node)
+        self.scope_of[id(node)] = ".".join(self._scopes) or "<module>"
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._scopes.append(node.name.value)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+            self._scopes.pop()
+
+
+class SourceFile:
+    """A parsed training script: find sites and build mutants without re-parsing."""
+
+    def __init__(self, source: str, target: str = "<string>") -> None:
+        self.source = source
+        self.target = target
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as error:
+            raise MutationError(
+                f"{target}:{error.raw_line}:{error.raw_column + 1}: syntax error: "
+                f"{error.message.splitlines()[0] if error.message else 'invalid syntax'}"
+            ) from None
+        self._wrapper = MetadataWrapper(module)
+        self.module = self._wrapper.module
+        indexer = _Indexer()
+        self.module.visit(indexer)
+        self._scope_of = indexer.scope_of
+        self.context = Context(self._wrapper, indexer.by_type)
+        self.pragma_lines = {
+            number for number, line in enumerate(source.splitlines(), 1) if PRAGMA.search(line)
+        }
+
+    @classmethod
+    def from_path(cls, path: str, target: str | None = None) -> SourceFile:
+        with open(path, encoding="utf-8") as handle:
+            return cls(handle.read(), target or path.replace("\\", "/").rsplit("/", 1)[-1])
+
+    # -- sites ----------------------------------------------------------------------
+    def find_sites(self, operators: Sequence[Operator]) -> list[Site]:
+        """Every site of every operator, in document order, with stable identities."""
+        ctx = self.context
+        found: list[Site] = []
+        counters: dict[tuple[str, str], int] = defaultdict(int)
+        candidates: list[tuple[tuple[int, int], int, Operator, cst.CSTNode]] = []
+        for order, operator in enumerate(operators):
+            for node_type in operator.node_types:
+                for node in ctx.nodes(node_type):
+                    if operator.match(node, ctx):
+                        where = ctx.position(node).start
+                        candidates.append(((where.line, where.column), order, operator, node))
+        candidates.sort(key=lambda item: (item[0], item[1]))
+        for (line, column), _, operator, node in candidates:
+            scope = self._scope_of.get(id(node), "<module>")
+            key = (scope, operator.label)
+            ordinal = counters[key]
+            counters[key] += 1
+            site = Site(operator, node, scope, ordinal, line, column, self.target)
+            self._resolve_edits(site)
+            if self._skipped(site):
+                continue
+            found.append(site)
+        return found
+
+    def _resolve_edits(self, site: Site) -> None:
+        edits = site.operator.edits(site.node, self.context)
+        site.edits = {id(node): (node, replacement) for node, replacement in edits.items()}
+        spans = []
+        for node, _ in site.edits.values():
+            where = self.context.position(node)
+            spans.append(
+                Span((where.start.line, where.start.column), (where.end.line, where.end.column))
+            )
+        site.footprint = tuple(spans)
+
+    def _skipped(self, site: Site) -> bool:
+        if not self.pragma_lines:
+            return False
+        lines = {site.line}
+        for span in site.footprint:
+            lines.add(span.start[0])
+        return bool(lines & self.pragma_lines)
+
+    # -- mutants --------------------------------------------------------------------
+    def apply(self, sites: Sequence[Site]) -> Mutant:
+        """One mutant from one site, or a higher-order one from non-overlapping sites."""
+        if not sites:
+            raise MutationError("no sites to apply")
+        for index, first in enumerate(sites):
+            for second in sites[index + 1 :]:
+                if first.overlaps(second):
+                    raise MutationError(f"sites overlap: {first.identity} and {second.identity}")
+        edits: dict[int, tuple[cst.CSTNode, Replacement]] = {}
+        for site in sites:
+            edits.update(site.edits)
+        path = set()
+        for node, _ in edits.values():
+            path.add(id(node))
+            path.update(id(ancestor) for ancestor in self.context.ancestors(node))
+        mutated = self.module.visit(_Apply(edits, path))
+        source = mutated.code
+        identity = PART_SEPARATOR.join(site.identity for site in sites)
+        try:
+            compile(source, self.target, "exec")
+        except SyntaxError as error:
+            raise MutationError(
+                f"engine bug: mutant {identity} does not compile ({error.msg}, line {error.lineno})"
+            ) from None
+        if source == self.source:
+            raise MutationError(f"engine bug: mutant {identity} equals the original")
+        diff, lines, mutant_lines = _diff(self.source, source, self.target)
+        return Mutant(
+            identity=identity,
+            parts=tuple(site.identity for site in sites),
+            operators=tuple(site.operator.name for site in sites),
+            categories=tuple(site.operator.category for site in sites),
+            source=source,
+            sha256=sha256(source),
+            diff=diff,
+            lines=lines,
+            mutant_lines=mutant_lines,
+            params=tuple(dict(site.operator.params) for site in sites),
+        )
+
+
+class _Apply(cst.CSTTransformer):
+    """Replaces the edited nodes; descends only along paths that lead to an edit."""
+
+    def __init__(self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]):
+        super().__init__()
+        self._edits = edits
+        self._path = path
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._path and id(node) not in self._edits
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        edit = self._edits.get(id(original_node))
+        if edit is not None:
+            return edit[1]
+        if id(original_node) not in self._path:
+            return updated_node
+        # A removal may empty a statement line or a block: keep the code valid.
+        if isinstance(updated_node, cst.SimpleStatementLine) and not updated_node.body:
+            return cst.RemoveFromParent()
+        if isinstance(updated_node, cst.IndentedBlock) and not updated_node.body:
+            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated_node
+
+
+def _diff(before: str, after: str, target: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    diff = "".join(difflib.unified_diff(old, new, f"a/{target}", f"b/{target}"))
+    lines: set[int] = set()
+    mutant_lines: set[int] = set()
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else [max(i1, 1)])
+        mutant_lines.update(range(j1 + 1, j2 + 1) if j2 > j1 else [max(j1, 1)])
+    return diff, tuple(sorted(lines)), tuple(sorted(mutant_lines))
+
+
+# -- conveniences -------------------------------------------------------------------------
+
+
+def apply_sites(source_file: SourceFile, sites: Sequence[Site]) -> Mutant:
+    return source_file.apply(sites)
+
+
+def first_order_mutants(source_file: SourceFile, operators: Sequence[Operator]) -> list[Mutant]:
+    return [source_file.apply([site]) for site in source_file.find_sites(operators)]
+
+
+def choose_higher_order(
+    sites: Sequence[Site], order: int, count: int, seed: int
+) -> list[tuple[Site, ...]]:
+    """Up to ``count`` distinct sets of ``order`` sites of different operators that do not
+    overlap, drawn reproducibly from ``seed``."""
+    if not 2 <= order <= 5:
+        raise MutationError(f"order must be between 2 and 5, got {order}")
+    rng = random.Random(seed)
+    chosen: list[tuple[Site, ...]] = []
+    seen: set[tuple[str, ...]] = set()
+    pool = list(sites)
+    for _ in range(max(50, count * 50)):
+        if len(chosen) >= count:
+            break
+        rng.shuffle(pool)
+        picked: list[Site] = []
+        for site in pool:
+            if any(site.operator.name == other.operator.name for other in picked):
+                continue
+            if any(site.overlaps(other) for other in picked):
+                continue
+            picked.append(site)
+            if len(picked) == order:
+                break
+        if len(picked) < order:
+            break  # not enough compatible sites: no draw can succeed
+        picked.sort(key=lambda site: (site.line, site.column, site.operator.name))
+        key = tuple(site.identity for site in picked)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(tuple(picked))
+    return chosen
+
+
+def higher_order_mutants(
+    source_file: SourceFile,
+    operators: Sequence[Operator],
+    order: int,
+    count: int,
+    seed: int,
+) -> list[Mutant]:
+    sites = source_file.find_sites(operators)
+    return [source_file.apply(group) for group in choose_higher_order(sites, order, count, seed)]
+
+
+def unique_operators(operators: Iterable[Operator]) -> list[Operator]:
+    seen, result = set(), []
+    for operator in operators:
+        if operator.label not in seen:
+            seen.add(operator.label)
+            result.append(operator)
+    return result

@@ -1,0 +1,47 @@
+"""Every registered operator's examples and non-examples, turned into tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from mutations.registry import operator_classes
+from mutator import SourceFile
+
+CLASSES = operator_classes()
+EXAMPLES = [
+    pytest.param(cls, index, id=f"{name}-example{index}")
+    for name, cls in CLASSES.items()
+    for index in range(len(cls.examples))
+]
+NON_EXAMPLES = [
+    pytest.param(cls, index, id=f"{name}-non_example{index}")
+    for name, cls in CLASSES.items()
+    for index in range(len(cls.non_examples))
+]
+
+
+@pytest.mark.parametrize(("cls", "index"), EXAMPLES)
+def test_example_rewrites_exactly(cls, index):
+    example = cls.examples[index]
+    source = SourceFile(example.before, "example.py")
+    sites = source.find_sites([cls(**example.params)])
+    assert len(sites) == 1, f"expected one site, found {[s.identity for s in sites]}"
+    mutant = source.apply(sites)
+    assert mutant.source == example.after, mutant.diff
+
+
+@pytest.mark.parametrize(("cls", "index"), NON_EXAMPLES)
+def test_non_example_has_no_site(cls, index):
+    source = SourceFile(cls.non_examples[index], "non_example.py")
+    assert [site.identity for site in source.find_sites([cls()])] == []
+
+
+@pytest.mark.parametrize("cls", list(CLASSES.values()), ids=list(CLASSES))
+def test_operator_is_documented(cls):
+    doc = cls.doc()
+    assert len(doc.split()) >= 40, "docstring must explain bug, impact, fix and check"
+    assert "Fix" in doc and "Check" in doc, "docstring names the fix and the check"
+    assert cls.examples, "at least one example"
+    assert cls.non_examples, "at least one non-example"
+    for variant in cls.variants:
+        cls(**variant)  # declared variants are valid parameter sets
