@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
@@ -21,7 +21,7 @@ CATEGORIES = ("gradient", "loss", "mode", "device", "data", "optim", "numerics",
 SEVERITIES = ("crash", "breaks_training", "degrades", "silent", "cost_only")
 
 # What a rewrite may return for a node: a new node, a removal, or several statements.
-Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
 
 
 @dataclass(frozen=True)
