@@ -28,13 +28,15 @@ def _subclasses(base: type) -> list[type]:
 @cache
 def operator_classes() -> dict[str, type[Operator]]:
     """name -> class, for every registered operator, in category order then name."""
+    modules = set(_MODULES)
     for module in _MODULES:
         importlib.import_module(module)
     for entry in entry_points(group="trainwreck.operators"):
-        entry.load()
+        modules.add(entry.load().__name__)
     by_name: dict[str, type[Operator]] = {}
     for cls in _subclasses(Operator):
-        if not cls.name:
+        # Only classes defined in operator modules count: a test's throwaway subclass does not.
+        if not cls.name or cls.__module__ not in modules:
             continue
         if cls.name in by_name and by_name[cls.name] is not cls:
             raise TypeError(f"operator name {cls.name!r} is defined twice")

@@ -118,6 +118,13 @@ class SourceFile:
         self.source = source
         self.target = target
         try:
+            # Python's own parser gives the clearest message and location.
+            compile(source, target, "exec", dont_inherit=True)
+        except SyntaxError as error:
+            raise MutationError(
+                f"{target}:{error.lineno}:{error.offset or 0}: syntax error: {error.msg}"
+            ) from None
+        try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as error:
             raise MutationError(

@@ -20,5 +20,12 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
   pip_install "torch==2.13.0" || pip_install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
 fi
 pip_install -e ".${extras}"
+# The HTML report test drives headless Chromium; install it where we can (Debian, as root).
+if [ -n "$extras" ] && ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
+   && [ "$(id -u)" = 0 ]; then
+  echo "setup: installing chromium for the report test (apt-get)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+    || echo "setup: could not install chromium; the report's browser test will be skipped"
+fi
 command -v pyenv >/dev/null 2>&1 && pyenv rehash >/dev/null 2>&1 || true
 "$PY" -c "import torch, libcst, hydra, pandas; print(f'setup: ok (torch {torch.__version__}, libcst {libcst.__version__ if hasattr(libcst, \"__version__\") else \"?\"})')"

@@ -1,0 +1,219 @@
+"""The ``trainwreck`` command line.
+
+Static commands (``operators``, ``mutate``) import libcst only, so they answer fast.
+Commands that run training import the harness lazily.
+
+User mistakes end with one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+USAGE_ERROR = 2
+
+
+class UserError(Exception):
+    """A mistake in the command line or its inputs: reported in one line, exit 2."""
+
+
+# -- operators ---------------------------------------------------------------------------
+
+
+def cmd_operators(args: argparse.Namespace) -> int:
+    from mutator.operator import CATEGORIES
+    from mutations.registry import operator_classes
+
+    if args.category and args.category not in CATEGORIES:
+        raise UserError(
+            f"unknown category {args.category!r}; choose one of: {', '.join(CATEGORIES)}"
+        )
+    rows = [
+        {
+            "name": cls.name,
+            "category": cls.category,
+            "expected": cls.expected,
+            "summary": cls.summary,
+            "parameters": {key: spec.default for key, spec in cls.parameters.items()},
+            "variants": [dict(variant) for variant in cls.variants],
+        }
+        for cls in operator_classes().values()
+        if not args.category or cls.category == args.category
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max((len(row["name"]) for row in rows), default=4)
+    for row in rows:
+        print(f"{row['name']:<{width}}  {row['category']:<10}  {row['expected']:<15}  {row['summary']}")
+    print(f"\n{len(rows)} operators", file=sys.stderr)
+    return 0
+
+
+# -- mutate ------------------------------------------------------------------------------
+
+
+def _load_operators(specs: Sequence[str] | None) -> list:
+    from mutations.registry import all_variants, resolve
+
+    if not specs:
+        return all_variants()
+    operators = []
+    for spec in specs:
+        try:
+            operators.append(resolve(spec))
+        except (KeyError, ValueError) as error:
+            raise UserError(str(error).strip("'\"")) from None
+    return operators
+
+
+def _read_source(path: str):
+    from mutator.engine import MutationError, SourceFile
+
+    file = Path(path)
+    if not file.exists():
+        raise UserError(f"{path}: no such file")
+    if not file.is_file():
+        raise UserError(f"{path}: not a file (give a Python training script)")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text (give a Python training script)") from None
+    try:
+        return SourceFile(text, target=file.name)
+    except MutationError as error:
+        # The engine names the file by its basename; the user wants the path they typed.
+        raise UserError(str(error).replace(file.name, path, 1)) from None
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    from mutator.engine import choose_higher_order
+
+    operators = _load_operators(args.operator)
+    source = _read_source(args.file)
+    sites = source.find_sites(operators)
+    if not sites:
+        names = "the chosen operators" if args.operator else "any operator"
+        print(f"{args.file}: no sites for {names}; nothing to mutate", file=sys.stderr)
+        return 0
+    if args.order == 1:
+        groups = [(site,) for site in sites]
+    else:
+        groups = choose_higher_order(sites, args.order, args.count, args.seed)
+        if not groups:
+            raise UserError(
+                f"{args.file}: cannot combine {args.order} non-overlapping sites of different "
+                f"operators (found {len(sites)} sites of {len({s.operator.name for s in sites})} operators)"
+            )
+    if args.out:
+        return _write_mutants(source, groups, Path(args.out), Path(args.file))
+    if args.diff:
+        for group in groups:
+            mutant = source.apply(group)
+            print(f"# {mutant.identity}  sha256:{mutant.sha256[:12]}")
+            print(mutant.diff)
+        return 0
+    for group in groups:
+        first = group[0]
+        identity = "+".join(site.identity for site in group)
+        names = "+".join(site.operator.label for site in group)
+        print(f"{args.file}:{first.line}:{first.column + 1} {names} {identity}")
+    print(f"{len(groups)} mutants", file=sys.stderr)
+    return 0
+
+
+def _write_mutants(source, groups, out: Path, input_path: Path) -> int:
+    out = out.resolve()
+    if out == input_path.resolve().parent:
+        raise UserError(f"--out {out} is the input's own folder; choose a separate folder")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"--out {out} exists and is not an empty folder; choose a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        manifest = {"source": str(input_path), "target": source.target, "mutants": []}
+        for number, group in enumerate(groups, 1):
+            mutant = source.apply(group)
+            label = "+".join(site.operator.name for site in group)
+            filename = f"m{number:04d}_{label}.py"
+            (staging / filename).write_text(mutant.source, encoding="utf-8")
+            manifest["mutants"].append({"file": filename, **mutant.manifest_entry()})
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+        if out.exists():
+            out.rmdir()
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    print(f"wrote {len(groups)} mutants and manifest.json to {out}", file=sys.stderr)
+    return 0
+
+
+# -- entry point -------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        raise UserError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="trainwreck", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    operators = commands.add_parser("operators", help="list the mutation operators")
+    operators.add_argument("--category", help="only this category")
+    operators.add_argument("--json", action="store_true", help="machine-readable output")
+    operators.set_defaults(handler=cmd_operators)
+
+    mutate = commands.add_parser("mutate", help="find sites and build mutants of a script")
+    mutate.add_argument("file", help="a Python training script (never modified)")
+    mutate.add_argument(
+        "--operator",
+        action="append",
+        metavar="NAME",
+        help="operator name, optionally with parameters: scale_lr:factor=0.01 (repeatable; default: all)",
+    )
+    mode = mutate.add_mutually_exclusive_group()
+    mode.add_argument("--list", action="store_true", help="list mutants, flake8-style (default)")
+    mode.add_argument("--diff", action="store_true", help="print each mutant's unified diff")
+    mode.add_argument("--out", metavar="DIR", help="write mutant files and manifest.json to DIR")
+    mutate.add_argument("--order", type=int, default=1, help="bugs per mutant, 1-5 (default 1)")
+    mutate.add_argument("--count", type=int, default=10, help="higher-order mutants to draw")
+    mutate.add_argument("--seed", type=int, default=0, help="seed for drawing higher-order mutants")
+    mutate.set_defaults(handler=cmd_mutate)
+    return parser
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if getattr(args, "order", 1) not in range(1, 6):
+            raise UserError(f"--order must be between 1 and 5, got {args.order}")
+        if getattr(args, "count", 1) < 1:
+            raise UserError(f"--count must be at least 1, got {args.count}")
+        return args.handler(args)
+    except UserError as error:
+        print(f"trainwreck: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("trainwreck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
