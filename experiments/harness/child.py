@@ -1,0 +1,222 @@
+"""The run's own process: isolate it, install telemetry, run the source as ``__main__``.
+
+Entered two ways: right after ``os.fork()`` in the warm parent (``run_forked``), or as a
+fresh interpreter where fork is unavailable or unsafe (``python -m
+experiments.harness.child RUN_DIR``, which reads ``RUN_DIR/spec.json``). Either way it
+ends with ``os._exit``: a forked child must never return into the parent's code.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import faulthandler
+import gc
+import io
+import json
+import linecache
+import os
+import random
+import resource
+import signal
+import sys
+import time
+import traceback
+import types
+from pathlib import Path
+from typing import Any, NoReturn
+
+from experiments import telemetry as telemetry_api
+from experiments.harness import status as rules
+from experiments.trace import TRACE_FILE
+
+SPEC_FILE = "spec.json"
+STDOUT_FILE = "stdout.txt"
+STDERR_FILE = "stderr.txt"
+PR_SET_PDEATHSIG = 1
+SETUP_FAILED = 70  # exit code when the harness itself failed before the script ran
+
+
+def run_forked(config: dict[str, Any], source: str, close_fds: tuple[int, ...] = ()) -> NoReturn:
+    """Body of the forked child. Never returns."""
+    code = SETUP_FAILED
+    try:
+        for descriptor in close_fds:  # the parent's run locks must die with the parent
+            os.close(descriptor)
+        os.setsid()
+        code = _run(config, source)
+    except BaseException:
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    finally:
+        os._exit(code)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """A killed sweep must not leave runs behind writing into folders a rerun clears."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(SETUP_FAILED)
+
+
+def _redirect_output(run_dir: Path) -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    for descriptor, name in ((1, STDOUT_FILE), (2, STDERR_FILE)):
+        # Append: a fresh interpreter's early output already went to these files.
+        target = os.open(run_dir / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(target, descriptor)
+        os.close(target)
+    # The parent's sys.stdout may be a capture object (pytest) or hold a buffer: replace
+    # both streams with fresh ones on the redirected descriptors.
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), line_buffering=True, errors="backslashreplace"
+    )
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+
+
+def _limit_memory(config: dict[str, Any]) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault must not write a core
+    cap_mb = config.get("mem_cap_mb")
+    # CUDA reserves terabytes of address space, so the address-space cap is CPU-only; on
+    # GPU the parent's RSS polling is the cap.
+    if cap_mb and not str(config.get("device", "cpu")).startswith("cuda"):
+        with open("/proc/self/statm") as statm:
+            size_bytes = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        limit = size_bytes + int(cap_mb) * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+
+
+def _run(config: dict[str, Any], source: str) -> int:
+    started = time.perf_counter()
+    run_dir = Path(config["run_dir"])
+    _die_with_parent(int(config["parent_pid"]))
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    _redirect_output(run_dir)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    _limit_memory(config)
+
+    import torch
+
+    from experiments.harness.hooks import Telemetry
+    from experiments.harness.writer import TraceWriter
+
+    torch.set_num_threads(int(config.get("threads", 1)))
+    seed = int(config["seed"])
+    _seed_everything(seed)
+    if config.get("workdir"):
+        os.chdir(config["workdir"])
+
+    writer = TraceWriter(run_dir / TRACE_FILE, t0=started)
+    writer.write_now(
+        "start",
+        pid=os.getpid(),
+        device=config["device"],
+        torch=str(torch.__version__),
+        seed=seed,
+        argv=list(config["argv"]),
+    )
+    telemetry = Telemetry(writer, sample_every=int(config.get("sample_every", 1)))
+    telemetry.install()
+    telemetry_api.set_sink(lambda metrics: writer.record("report", **metrics))
+
+    error = _execute(config["script"], source, list(config["argv"]))
+    telemetry_api.set_sink(None)
+    counters = telemetry.finish()
+    status, exc_type, message = rules.after_exception(
+        error, counters, writer.first_nonfinite is not None
+    )
+    exit_code = _exit_code(error)
+    writer.write_now(
+        "end",
+        status=status,
+        exc_type=exc_type,
+        exc_message=message,
+        exit_code=exit_code,
+        nonfinite=list(writer.first_nonfinite) if writer.first_nonfinite else None,
+        peak_cuda_mb=telemetry.peak_cuda_mb,
+        wall_s=round(time.perf_counter() - started, 4),
+        **counters,
+    )
+    writer.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return exit_code
+
+
+def _exit_code(error: BaseException | None) -> int:
+    if error is None:
+        return 0
+    if isinstance(error, SystemExit):
+        if error.code is None:
+            return 0
+        return error.code if isinstance(error.code, int) else 1
+    return 1
+
+
+def _execute(script: str, source: str, argv: list[str]) -> BaseException | None:
+    """Run ``source`` as ``__main__`` as if it were ``script``; the exception it ended with."""
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        __file__=script, __builtins__=builtins, __spec__=None, __loader__=None, __package__=None
+    )
+    sys.modules["__main__"] = module
+    sys.argv = [script, *argv]
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    # Tracebacks show the lines that ran (the mutant's), not the file on disk.
+    linecache.cache[script] = (len(source), None, source.splitlines(keepends=True), script)
+    try:
+        code = compile(source, script, "exec")
+        exec(code, module.__dict__)
+    except BaseException as error:
+        if not (isinstance(error, SystemExit) and error.code in (0, None)):
+            traceback.print_exc()
+        error.__traceback__ = None  # let the script's tensors go before the end record
+        module.__dict__.clear()
+        gc.collect()
+        return error
+    return None
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Fresh-interpreter entry: ``python -m experiments.harness.child RUN_DIR``."""
+    args = sys.argv[1:] if argv is None else argv
+    run_dir = Path(args[0])
+    code = SETUP_FAILED
+    try:
+        config = json.loads((run_dir / SPEC_FILE).read_text(encoding="utf-8"))
+        source = Path(config["source_path"]).read_text(encoding="utf-8")
+        code = _run(config, source)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,308 @@
+"""Global telemetry hooks, installed in the run's process before the script starts.
+
+Nothing here needs the script's cooperation: a mutant cannot remove what it never sees,
+and a third-party script runs unchanged. What is hooked and why that hook:
+
+- ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``Tensor.backward``:
+  the loss of every backward call. A depth counter keeps the nested call from counting
+  twice.
+- global optimizer step pre/post hooks: the step count; on every ``sample_every``-th step
+  the global gradient norm and the update/weight ratio, computed with fused
+  ``torch._foreach_norm`` and kept as tensors until the writer flushes (no host sync per
+  step).
+- global module forward pre/post hooks: a depth counter finds top-level forwards (not
+  nested in another module's forward); their first output tensor gets a gradient hook.
+  A forward whose output received a gradient is a training forward (and counts as one
+  "in eval mode" if the module was in ``eval()``); one that did not by the next optimizer
+  step (or the end) is an eval forward, "with grad" if it built a graph for nothing.
+- the functional losses in ``torch.nn.functional`` (which the ``nn.*Loss`` modules call):
+  the ``loss_fn`` record, so a mutant that never calls ``backward()`` still has a curve.
+- RSS from ``/proc/self/statm`` (one ``pread``), CUDA allocator peak when CUDA is in use.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.nn.modules import loss as loss_modules
+from torch.nn.modules import module as module_hooks
+from torch.optim import optimizer as optimizer_hooks
+
+from experiments.harness.writer import TraceWriter
+
+FUNCTIONAL_LOSSES = (
+    "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+    "soft_margin_loss",
+    "multi_margin_loss",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "cosine_embedding_loss",
+    "triplet_margin_loss",
+    "ctc_loss",
+)
+PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _Forward:
+    """A top-level forward waiting to learn whether its output receives a gradient."""
+
+    __slots__ = ("got_grad", "training")
+
+    def __init__(self, training: bool) -> None:
+        self.training = training
+        self.got_grad = False
+
+
+def _first_tensor(output: Any) -> torch.Tensor | None:
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, (tuple, list)):
+        for item in output:
+            if isinstance(item, torch.Tensor):
+                return item
+    elif isinstance(output, dict):
+        for item in output.values():
+            if isinstance(item, torch.Tensor):
+                return item
+    return None
+
+
+class Telemetry:
+    def __init__(self, writer: TraceWriter, sample_every: int = 1) -> None:
+        self.writer = writer
+        self.sample_every = max(1, int(sample_every))
+        self.backward_calls = 0
+        self.loss_fn_calls = 0
+        self.steps = 0
+        self.train_forwards = 0
+        self.train_forwards_eval_mode = 0
+        self.eval_forwards = 0
+        self.eval_forwards_grad = 0
+        self.peak_cuda_mb: float | None = None
+        self._backward_depth = 0
+        self._forward_depth = 0
+        self._loss_depth = 0
+        self._pending_forwards: list[_Forward] = []
+        self._last_step_time: float | None = None
+        self._before_step: list[torch.Tensor] | None = None
+        self._grad_norm: torch.Tensor | None = None
+        self._statm = os.open("/proc/self/statm", os.O_RDONLY) if os.path.exists("/proc") else -1
+        self._undo: list[Callable[[], None]] = []
+        self._forwards_written: tuple[int, ...] = ()
+
+    # -- installation ---------------------------------------------------------------
+    def install(self) -> None:
+        self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward))
+        self._patch(torch.Tensor, "backward", self._wrap_backward(torch.Tensor.backward))
+        for name in FUNCTIONAL_LOSSES:
+            if hasattr(F, name):
+                self._patch(F, name, self._wrap_loss(getattr(F, name)))
+        handles = [
+            optimizer_hooks.register_optimizer_step_pre_hook(self._before_optimizer_step),
+            optimizer_hooks.register_optimizer_step_post_hook(self._after_optimizer_step),
+            module_hooks.register_module_forward_pre_hook(self._enter_forward),
+            module_hooks.register_module_forward_hook(self._leave_forward, always_call=True),
+        ]
+        self._undo.extend(handle.remove for handle in handles)
+        self.writer.before_flush = self._append_forward_counters
+
+    def remove(self) -> None:
+        """Undo ``install`` (for in-process benchmarks; a run's process just ends)."""
+        while self._undo:
+            self._undo.pop()()
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        original = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        setattr(owner, name, replacement)
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    # -- losses ---------------------------------------------------------------------
+    def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        telemetry = self
+
+        @wraps(original)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            telemetry._backward_depth += 1
+            try:
+                result = original(*args, **kwargs)
+            finally:
+                telemetry._backward_depth -= 1
+            if telemetry._backward_depth == 0:
+                telemetry._record_backward(args[0] if args else kwargs.get("tensors"))
+            return result
+
+        return backward
+
+    def _record_backward(self, tensors: Any) -> None:
+        loss = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
+        value = loss.detach() if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
+        self.writer.record("backward", i=self.backward_calls, loss=value, step=self.steps)
+        self.backward_calls += 1
+
+    def _wrap_loss(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        telemetry = self
+
+        @wraps(original)
+        def loss_fn(*args: Any, **kwargs: Any) -> Any:
+            telemetry._loss_depth += 1
+            try:
+                result = original(*args, **kwargs)
+            finally:
+                telemetry._loss_depth -= 1
+            if (
+                telemetry._loss_depth == 0
+                and isinstance(result, torch.Tensor)
+                and result.requires_grad
+                and result.numel() == 1
+            ):
+                telemetry.writer.record("loss_fn", i=telemetry.loss_fn_calls, loss=result.detach())
+                telemetry.loss_fn_calls += 1
+            return result
+
+        return loss_fn
+
+    # -- optimizer steps ------------------------------------------------------------
+    def _parameters(self, optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+        return [p for group in optimizer.param_groups for p in group["params"]]
+
+    def _before_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any):
+        if (self.steps + 1) % self.sample_every:
+            return
+        with torch.no_grad():
+            params = self._parameters(optimizer)
+            grads = [p.grad for p in params if p.grad is not None and not p.grad.is_sparse]
+            try:
+                self._grad_norm = _global_norm(grads) if grads else torch.zeros(())
+                self._before_step = torch._foreach_mul([p.detach() for p in params], 1.0)
+            except RuntimeError:  # mixed devices, odd dtypes: skip this sample
+                self._grad_norm, self._before_step = None, None
+
+    def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any):
+        self.steps += 1
+        now = time.perf_counter()
+        step_time = None if self._last_step_time is None else now - self._last_step_time
+        self._last_step_time = now
+        ratio = None
+        if self._before_step is not None:
+            with torch.no_grad():
+                params = [p.detach() for p in self._parameters(optimizer)]
+                try:
+                    delta = torch._foreach_sub(params, self._before_step)
+                    ratio = _global_norm(delta) / _global_norm(self._before_step).clamp_min(1e-30)
+                except RuntimeError:
+                    ratio = None
+        cuda_mb = None
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            cuda_mb = torch.cuda.max_memory_allocated() / 2**20
+            self.peak_cuda_mb = cuda_mb
+        self.writer.record(
+            "step",
+            i=self.steps,
+            grad_norm=self._grad_norm,
+            update_ratio=ratio,
+            rss_mb=self.rss_mb(),
+            cuda_mb=cuda_mb,
+            step_time=step_time,
+        )
+        self._grad_norm, self._before_step = None, None
+        self._settle_forwards()
+
+    # -- forwards -------------------------------------------------------------------
+    def _enter_forward(self, module: torch.nn.Module, args: Any) -> None:
+        self._forward_depth += 1
+
+    def _leave_forward(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        self._forward_depth -= 1
+        if self._forward_depth or isinstance(module, loss_modules._Loss):
+            return
+        tensor = _first_tensor(output)
+        if tensor is None:
+            return
+        if tensor.requires_grad and tensor.grad_fn is not None:
+            pending = _Forward(module.training)
+            self._pending_forwards.append(pending)
+            tensor.register_hook(lambda grad: self._got_gradient(pending))
+        else:
+            self.eval_forwards += 1
+
+    def _got_gradient(self, pending: _Forward) -> None:
+        if pending.got_grad:
+            return
+        pending.got_grad = True
+        self.train_forwards += 1
+        if not pending.training:
+            self.train_forwards_eval_mode += 1
+
+    def _settle_forwards(self) -> None:
+        """Forwards that built a graph but got no gradient before this point were evals."""
+        for pending in self._pending_forwards:
+            if not pending.got_grad:
+                self.eval_forwards += 1
+                self.eval_forwards_grad += 1
+        self._pending_forwards = []
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "steps": self.steps,
+            "backward_calls": self.backward_calls,
+            "loss_fn_calls": self.loss_fn_calls,
+            "train_forwards": self.train_forwards,
+            "train_forwards_eval_mode": self.train_forwards_eval_mode,
+            "eval_forwards": self.eval_forwards,
+            "eval_forwards_grad": self.eval_forwards_grad,
+        }
+
+    def _append_forward_counters(self) -> None:
+        """Runs before every flush: the forward counters, when they moved."""
+        counters = (
+            self.train_forwards,
+            self.train_forwards_eval_mode,
+            self.eval_forwards,
+            self.eval_forwards_grad,
+        )
+        if counters != self._forwards_written:
+            self._forwards_written = counters
+            self.writer.append(
+                "forwards",
+                train_forwards=counters[0],
+                train_forwards_eval_mode=counters[1],
+                eval_forwards=counters[2],
+                eval_forwards_grad=counters[3],
+            )
+
+    def finish(self) -> dict[str, int]:
+        self._settle_forwards()
+        self.writer.flush()
+        return self.counters()
+
+    def rss_mb(self) -> float | None:
+        if self._statm < 0:
+            return None
+        fields = os.pread(self._statm, 128, 0).split()
+        return round(int(fields[1]) * PAGE_MB, 2)
+
+
+def _global_norm(tensors: list[torch.Tensor]) -> torch.Tensor:
+    norms = torch._foreach_norm(tensors)
+    if len(norms) == 1:
+        return norms[0].float()
+    try:
+        return torch.linalg.vector_norm(torch.stack(norms)).float()
+    except RuntimeError:  # mixed dtypes
+        return torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))

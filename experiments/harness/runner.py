@@ -1,0 +1,513 @@
+"""The parent: runs many ``RunSpec``s at once, each in its own process, and caches results.
+
+``run_sweep(specs, results_dir)`` is the whole API. For each spec it either returns the
+cached ``result.json`` or starts the run (a fork of this warm process, or a fresh
+interpreter where fork is unsafe), enforces its deadline and memory cap, reaps it,
+decides its status (see ``status``), completes its trace and writes its result
+atomically. Failures of a run are data: nothing a run does makes ``run_sweep`` raise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.harness import status as rules
+from experiments.harness import store
+from experiments.harness.child import SPEC_FILE, run_forked
+from experiments.harness.spec import HARNESS_VERSION, RunSpec, torch_version
+from experiments.harness.warm import fork_is_safe, warm_up
+from experiments.trace import RESULT_FILE, TRACE_FILE, decode_float, read_trace
+
+Progress = Callable[[int, int, int, int], None]  # (done, total, cached, failed)
+MUTANT_FILE = "mutant.py"
+TAIL_BYTES = 65536
+LOCK_RETRY_S = 0.2
+MEMORY_POLL_S = 0.25
+OK_STATUSES = ("ok", "nan")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Deadlines: a mutant gets ``factor * reference wall + slack_s`` (at most
+    ``max_timeout_s``); a run without a reference (and the reference itself) gets
+    ``default_timeout_s``."""
+
+    factor: float = 5.0
+    slack_s: float = 10.0
+    default_timeout_s: float = 600.0
+    max_timeout_s: float = 3600.0
+
+    def deadline_from(self, reference_wall_s: float) -> float:
+        return min(self.max_timeout_s, self.factor * reference_wall_s + self.slack_s)
+
+
+@dataclass
+class _Active:
+    spec: RunSpec
+    key: str
+    folder: Path
+    lock: int
+    pid: int
+    started: float
+    timeout_s: float
+    rss_cap_mb: float
+    process: subprocess.Popen[bytes] | None = None
+    killed_for: str | None = None
+    last_poll: float = field(default=0.0)
+
+
+class Runner:
+    def __init__(
+        self,
+        results_dir: str | Path,
+        workers: int | None = None,
+        budget: Budget | None = None,
+        start_method: str = "auto",
+        progress: Progress | None = None,
+    ) -> None:
+        if start_method not in ("auto", "fork", "spawn"):
+            raise ValueError(f"start_method must be auto, fork or spawn, not {start_method!r}")
+        self.results_dir = Path(results_dir)
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.budget = budget or Budget()
+        self.start_method = start_method
+        self.progress = progress
+        self._active: dict[int, _Active] = {}
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._total = self._done = self._cached = self._failed = 0
+
+    # -- public -------------------------------------------------------------------------
+    def run(self, specs: Iterable[RunSpec]) -> list[dict[str, Any]]:
+        unique: dict[str, RunSpec] = {}
+        for spec in specs:
+            unique.setdefault(spec.key, spec)
+        self._total = len(unique)
+        self._done = self._cached = self._failed = 0
+        references, others = _split_references(list(unique.values()))
+        try:
+            self._run_all(list(references.values()), {})
+            deadlines = {
+                group: self._deadline_after(self._rows.get(spec.key))
+                for group, spec in references.items()
+            }
+            self._run_all(others, deadlines)
+        finally:
+            self._kill_all()
+        return [self._rows[key] for key in unique if key in self._rows]
+
+    # -- scheduling ---------------------------------------------------------------------
+    def _deadline_after(self, reference: dict[str, Any] | None) -> float:
+        if reference and reference.get("status") in OK_STATUSES and reference.get("wall_s"):
+            return self.budget.deadline_from(float(reference["wall_s"]))
+        return self.budget.default_timeout_s
+
+    def _timeout_for(self, spec: RunSpec, deadlines: dict[Any, float]) -> float:
+        if spec.timeout_s is not None:
+            return spec.timeout_s
+        return deadlines.get(spec.group, self.budget.default_timeout_s)
+
+    def _run_all(self, specs: list[RunSpec], deadlines: dict[Any, float]) -> None:
+        queue = deque(specs)
+        while queue or self._active:
+            blocked: list[RunSpec] = []
+            while queue and len(self._active) < self.workers:
+                spec = queue.popleft()
+                if not self._start_or_finish_cached(spec, deadlines):
+                    blocked.append(spec)  # another process holds its lock: come back later
+            queue.extend(blocked)
+            if not self._active:
+                if queue:
+                    time.sleep(LOCK_RETRY_S)
+                continue
+            self._wait(LOCK_RETRY_S if blocked else None)
+            self._check_limits()
+            self._reap()
+
+    def _start_or_finish_cached(self, spec: RunSpec, deadlines: dict[Any, float]) -> bool:
+        key = spec.key
+        folder = store.run_dir(self.results_dir, key)
+        cached = store.read_result(folder)
+        if cached is not None:
+            self._finish_row(key, cached, folder, was_cached=True)
+            return True
+        lock = store.try_lock(folder)
+        if lock is None:
+            return False
+        cached = store.read_result(folder)  # finished by the lock's last holder
+        if cached is not None:
+            store.unlock(lock)
+            self._finish_row(key, cached, folder, was_cached=True)
+            return True
+        store.reset_folder(folder)
+        timeout_s = self._timeout_for(spec, deadlines)
+        if spec.invalid_reason is not None:
+            row = _result_row(spec, key, "invalid", "MutationError", spec.invalid_reason, {})
+            row.update(timeout_s=timeout_s, wall_s=0.0, exit_code=None)
+            self._write_result(folder, row, lock)
+            return True
+        try:
+            self._launch(spec, key, folder, lock, timeout_s)
+        except OSError as error:  # fork/exec failed: the run is data, the sweep goes on
+            row = _result_row(spec, key, "crash", type(error).__name__, str(error), {})
+            row.update(timeout_s=timeout_s, wall_s=0.0, exit_code=None)
+            self._write_result(folder, row, lock)
+        return True
+
+    def _launch(self, spec: RunSpec, key: str, folder: Path, lock: int, timeout_s: float) -> None:
+        method = self.start_method
+        if method == "auto":
+            method = "fork" if fork_is_safe() else "spawn"
+        source_path = spec.script
+        if spec.mutant is not None:
+            source_path = str(folder / MUTANT_FILE)
+            Path(source_path).write_text(spec.source, encoding="utf-8")
+        config = {
+            "run_dir": str(folder),
+            "script": os.path.abspath(spec.script),
+            "source_path": source_path,
+            "argv": list(spec.argv),
+            "seed": spec.seed,
+            "device": spec.device,
+            "threads": spec.threads,
+            "mem_cap_mb": spec.mem_cap_mb,
+            "sample_every": spec.sample_every,
+            "workdir": str(folder),
+            "parent_pid": os.getpid(),
+            "start_method": method,
+            "key": key,
+        }
+        (folder / SPEC_FILE).write_text(json.dumps(config, indent=1), encoding="utf-8")
+        rss_cap_mb = _rss_mb(os.getpid()) + spec.mem_cap_mb
+        process = None
+        if method == "fork":
+            warm_up()
+            started = time.monotonic()
+            held = (*tuple(active.lock for active in self._active.values()), lock)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                run_forked(config, spec.source, close_fds=held)
+        else:
+            started = time.monotonic()
+            process = _spawn(folder)
+            pid = process.pid
+            rss_cap_mb = spec.mem_cap_mb + 1024.0  # a fresh interpreter's torch is ~0.5-1 GB
+        self._active[pid] = _Active(
+            spec, key, folder, lock, pid, started, timeout_s, rss_cap_mb, process
+        )
+
+    # -- watching -----------------------------------------------------------------------
+    def _wait(self, at_most: float | None) -> None:
+        """Sleep until a child ends, the next deadline or the next memory poll."""
+        now = time.monotonic()
+        timeout = MEMORY_POLL_S
+        for active in self._active.values():
+            timeout = min(timeout, max(0.0, active.started + active.timeout_s - now))
+        if at_most is not None:
+            timeout = min(timeout, at_most)
+        descriptors = []
+        with contextlib.suppress(AttributeError, OSError):
+            descriptors = [os.pidfd_open(pid) for pid in self._active]
+        try:
+            if descriptors:
+                select.select(descriptors, [], [], timeout)
+            else:
+                time.sleep(min(timeout, 0.02))
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
+
+    def _check_limits(self) -> None:
+        now = time.monotonic()
+        for active in self._active.values():
+            if active.killed_for:
+                continue
+            if now - active.started > active.timeout_s:
+                self._kill(active, "timeout")
+            elif now - active.last_poll >= MEMORY_POLL_S:
+                active.last_poll = now
+                if _rss_mb(active.pid) > active.rss_cap_mb:
+                    self._kill(active, "oom")
+
+    def _kill(self, active: _Active, reason: str | None) -> None:
+        if active.killed_for is None:
+            active.killed_for = reason
+        try:
+            os.killpg(active.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError):  # before its setsid
+                os.kill(active.pid, signal.SIGKILL)
+
+    def _kill_all(self) -> None:
+        """On the way out (an exception, Ctrl-C): no run outlives the sweep. Their folders
+        stay without a result, so the next sweep reruns them."""
+        for active in list(self._active.values()):
+            self._kill(active, None)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(active.pid, 0)
+            store.unlock(active.lock)
+        self._active.clear()
+
+    def _reap(self) -> None:
+        for pid in list(self._active):
+            try:
+                # WNOWAIT: the process stays a zombie, so its pid (= its group id) cannot be
+                # reused before the group's leftovers are killed below.
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                info = None
+            else:
+                if info is None:
+                    continue
+            active = self._active.pop(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)  # grandchildren (data loader workers...)
+            wait_status, peak_rss_mb = 0, None
+            try:
+                _, wait_status, usage = os.wait4(pid, 0)
+                peak_rss_mb = round(usage.ru_maxrss / 1024, 2)
+            except ChildProcessError:
+                pass
+            if active.process is not None:
+                active.process.returncode = os.waitstatus_to_exitcode(wait_status)
+            self._complete(active, wait_status, peak_rss_mb, time.monotonic() - active.started)
+
+    # -- results ------------------------------------------------------------------------
+    def _complete(
+        self, active: _Active, wait_status: int, peak_rss_mb: float | None, wall_s: float
+    ) -> None:
+        trace_path = active.folder / TRACE_FILE
+        end = _last_end_record(trace_path)
+        if end is not None and active.killed_for is None:
+            counters = end
+            status, exc_type, message = end["status"], end.get("exc_type"), end.get("exc_message")
+            exit_code = end.get("exit_code")
+            nonfinite = end.get("nonfinite")
+        else:
+            counters, nonfinite = _scan_trace(trace_path)
+            if active.killed_for == "timeout":
+                status, exc_type = "timeout", "Timeout"
+                message = f"no end within {active.timeout_s:.1f} s"
+                exit_code = -signal.SIGKILL
+            elif active.killed_for == "oom":
+                status, exc_type = "oom", "MemoryCap"
+                message = f"resident memory above {active.rss_cap_mb:.0f} MB"
+                exit_code = -signal.SIGKILL
+            else:
+                status, exc_type, message, exit_code = rules.after_abrupt_end(
+                    wait_status, counters, nonfinite is not None
+                )
+            _append_end(
+                trace_path,
+                wall_s,
+                status=status,
+                exc_type=exc_type,
+                exc_message=message,
+                exit_code=exit_code,
+                nonfinite=nonfinite,
+                written_by="parent",
+                **{name: counters.get(name, 0) for name in COUNTERS},
+            )
+        row = _result_row(active.spec, active.key, status, exc_type, message, counters)
+        row.update(
+            wall_s=round(wall_s, 4),
+            exit_code=exit_code,
+            peak_rss_mb=peak_rss_mb,
+            peak_cuda_mb=counters.get("peak_cuda_mb"),
+            nonfinite_at=nonfinite,
+            timeout_s=round(active.timeout_s, 3),
+            start_method=_start_method(active),
+        )
+        self._write_result(active.folder, row, active.lock)
+
+    def _write_result(self, folder: Path, row: dict[str, Any], lock: int) -> None:
+        try:
+            store.write_json_atomic(folder / RESULT_FILE, row)
+        finally:
+            store.unlock(lock)
+        self._finish_row(row["key"], row, folder, was_cached=False)
+
+    def _finish_row(self, key: str, row: dict[str, Any], folder: Path, was_cached: bool) -> None:
+        row = dict(row, run_dir=str(folder), cached=was_cached)
+        self._rows[key] = row
+        self._done += 1
+        self._cached += was_cached
+        self._failed += row.get("status") not in OK_STATUSES
+        if self.progress is not None:
+            self.progress(self._done, self._total, self._cached, self._failed)
+
+
+COUNTERS = (
+    "steps",
+    "backward_calls",
+    "loss_fn_calls",
+    "train_forwards",
+    "train_forwards_eval_mode",
+    "eval_forwards",
+    "eval_forwards_grad",
+)
+
+
+def run_sweep(
+    specs: Iterable[RunSpec],
+    results_dir: str | Path,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    budget: Budget | None = None,
+    start_method: str = "auto",
+) -> list[dict[str, Any]]:
+    """Run (or load from the cache) every spec; one result row per distinct run, in the
+    order given. ``progress(done, total, cached, failed)`` is called after each run."""
+    runner = Runner(results_dir, workers, budget, start_method, progress)
+    return runner.run(specs)
+
+
+def _split_references(specs: list[RunSpec]) -> tuple[dict[Any, RunSpec], list[RunSpec]]:
+    """The unmutated run with the lowest seed of each group goes first: its wall time
+    sets the deadline of every other run of the group."""
+    references: dict[Any, RunSpec] = {}
+    for spec in specs:
+        if spec.mutant is None and spec.invalid_reason is None:
+            best = references.get(spec.group)
+            if best is None or spec.seed < best.seed:
+                references[spec.group] = spec
+    chosen = {id(spec) for spec in references.values()}
+    return references, [spec for spec in specs if id(spec) not in chosen]
+
+
+def _spawn(folder: Path) -> subprocess.Popen[bytes]:
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    with open(folder / "stdout.txt", "ab") as out, open(folder / "stderr.txt", "ab") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "experiments.harness.child", str(folder)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            env=env,
+        )
+
+
+def _start_method(active: _Active) -> str:
+    return "spawn" if active.process is not None else "fork"
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return 0.0
+
+
+def _last_end_record(trace_path: Path) -> dict[str, Any] | None:
+    """The child's end record, if it wrote one: the last line of the trace."""
+    try:
+        with open(trace_path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in reversed(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        return record if record.get("kind") == "end" else None
+    return None
+
+
+def _scan_trace(trace_path: Path) -> tuple[dict[str, Any], list[Any] | None]:
+    """Counters of a trace that has no end record, and its first non-finite loss."""
+    counters: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
+    nonfinite = None
+    for record in read_trace(trace_path):
+        kind = record.get("kind")
+        if kind == "step":
+            counters["steps"] = max(counters["steps"], int(record.get("i", 0)))
+        elif kind in ("backward", "loss_fn"):
+            name = "backward_calls" if kind == "backward" else "loss_fn_calls"
+            counters[name] = max(counters[name], int(record.get("i", -1)) + 1)
+            loss = decode_float(record.get("loss"))
+            if nonfinite is None and loss is not None and not _finite(loss):
+                nonfinite = [kind, record.get("i")]
+        elif kind == "forwards":
+            for name in COUNTERS[3:]:
+                counters[name] = int(record.get(name, 0))
+    return counters, nonfinite
+
+
+def _finite(value: float) -> bool:
+    return value == value and value not in (float("inf"), float("-inf"))
+
+
+def _append_end(trace_path: Path, wall_s: float, **fields: Any) -> None:
+    record = {"kind": "end", "t": round(wall_s, 6), **fields}
+    with open(trace_path, "a+b") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell():
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":  # a line torn by the kill: end it first
+                handle.write(b"\n")
+        handle.write(json.dumps(record).encode("utf-8") + b"\n")
+
+
+def _result_row(
+    spec: RunSpec,
+    key: str,
+    status: str,
+    exc_type: str | None,
+    message: str | None,
+    counters: dict[str, Any],
+) -> dict[str, Any]:
+    mutant = spec.mutant or {}
+    return {
+        "key": key,
+        "run_id": spec.run_id,
+        "loop": spec.loop_name,
+        "script": spec.script,
+        "identity": spec.identity,
+        "operators": list(mutant.get("operators", [])),
+        "categories": list(mutant.get("categories", [])),
+        "params": list(mutant.get("params", [])),
+        "lines": list(mutant.get("lines", [])),
+        "mutant_lines": list(mutant.get("mutant_lines", [])),
+        "diff": mutant.get("diff", ""),
+        "sha256": spec.sha256,
+        "argv": list(spec.argv),
+        "seed": spec.seed,
+        "device": spec.device,
+        "status": status,
+        "exc_type": exc_type,
+        "exc_message": message,
+        **{name: int(counters.get(name, 0) or 0) for name in COUNTERS},
+        "wall_s": None,
+        "peak_rss_mb": None,
+        "peak_cuda_mb": None,
+        "nonfinite_at": None,
+        "exit_code": None,
+        "timeout_s": None,
+        "mem_cap_mb": spec.mem_cap_mb,
+        "start_method": None,
+        "torch_version": torch_version(),
+        "harness_version": HARNESS_VERSION,
+    }

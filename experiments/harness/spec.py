@@ -1,0 +1,98 @@
+"""What one run is (``RunSpec``) and the cache key that names its folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# Bump when a change in the harness changes what a trace or result holds: old results
+# then no longer match any key and are rerun instead of silently mixed in.
+HARNESS_VERSION = "1"
+
+
+@cache
+def torch_version() -> str:
+    """The installed torch version, read without importing torch (keys stay cheap)."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        import torch
+
+        return str(torch.__version__)
+
+
+def source_sha(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: a source (the script itself or a mutant of it), argv, seed and device.
+
+    ``script`` is the original file: the run executes ``source`` as if it were that file
+    (``__file__``, ``sys.path[0]``, tracebacks), so a mutant behaves like the script.
+    ``mutant`` holds the mutant's identity and diff (None for the unmutated script).
+    ``invalid_reason`` marks a run that cannot start (e.g. the engine could not build the
+    mutant): it becomes an ``invalid`` result without a process.
+    """
+
+    script: str
+    source: str
+    argv: tuple[str, ...] = ()
+    seed: int = 0
+    device: str = "cpu"
+    loop: str = ""
+    mutant: dict[str, Any] | None = field(default=None, compare=False)
+    timeout_s: float | None = None  # None: derived from the reference run of the group
+    mem_cap_mb: int = 2048  # above the child's memory at start
+    threads: int = 1
+    sample_every: int = 1  # gradient norm / update ratio on every k-th optimizer step
+    invalid_reason: str | None = None
+
+    @property
+    def identity(self) -> str:
+        return self.mutant["identity"] if self.mutant else "none"
+
+    @property
+    def loop_name(self) -> str:
+        return self.loop or Path(self.script).stem
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.loop_name}/{self.identity}/seed{self.seed}/{self.device}"
+
+    @property
+    def group(self) -> tuple[str, str, str]:
+        """Runs that share a reference run (and so a deadline): same loop, script, device."""
+        return (self.loop_name, self.script, self.device)
+
+    @property
+    def sha256(self) -> str:
+        return source_sha(self.source)
+
+    @property
+    def key(self) -> str:
+        return cache_key(self.sha256, self.argv, self.seed, self.device)
+
+
+def cache_key(sha: str, argv: tuple[str, ...] | list[str], seed: int, device: str) -> str:
+    """sha256 over what decides a run's outcome: the code that runs, its arguments, the
+    seed, the device, the torch and harness versions. Paths and deadlines are left out on
+    purpose: moving a checkout or changing a budget must not invalidate results."""
+    payload = json.dumps(
+        {
+            "sha256": sha,
+            "argv": list(argv),
+            "seed": int(seed),
+            "device": device,
+            "torch": torch_version(),
+            "harness": HARNESS_VERSION,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()

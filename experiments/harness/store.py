@@ -1,0 +1,87 @@
+"""The results folder: one run folder per cache key, ``result.json`` marks a finished run.
+
+Layout: ``<results_dir>/runs/<key[:2]>/<key>/`` holding ``trace.jsonl``, ``result.json``,
+``stdout.txt``, ``stderr.txt``, ``spec.json`` and ``mutant.py`` (mutants only), plus a
+sibling ``<key>.lock`` that the process running the run holds (``flock``), so two sweeps
+sharing a results folder (e.g. parallel Hydra jobs) never run the same key twice at once.
+A folder with ``result.json`` is done and never rerun; one without it is stale and is
+cleared before its run starts again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from experiments.trace import RESULT_FILE
+
+RUNS = "runs"
+
+
+def run_dir(results_dir: str | Path, key: str) -> Path:
+    return Path(results_dir) / RUNS / key[:2] / key
+
+
+def read_result(folder: Path) -> dict[str, Any] | None:
+    try:
+        with open(folder / RESULT_FILE, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``:
+    a reader sees the old file or the whole new one, never a torn one."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=1, sort_keys=True)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def reset_folder(folder: Path) -> None:
+    """Empty a stale run folder (or create it)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+
+
+def try_lock(folder: Path) -> int | None:
+    """Take the run's lock without waiting: the open descriptor, or None if held elsewhere."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(str(folder) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
+def unlock(descriptor: int) -> None:
+    # Closing releases the flock; the lock file stays (removing it would race a waiter).
+    os.close(descriptor)
+
+
+def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
+    """Every finished run under ``results_dir``: one dict per ``result.json``, sorted by
+    run id. Stale folders (no result) are skipped."""
+    rows = []
+    for path in sorted((Path(results_dir) / RUNS).glob(f"*/*/{RESULT_FILE}")):
+        row = read_result(path.parent)
+        if row is not None:
+            row["run_dir"] = str(path.parent)
+            rows.append(row)
+    rows.sort(key=lambda row: (str(row.get("run_id")), str(row.get("key"))))
+    return rows
