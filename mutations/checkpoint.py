@@ -131,13 +131,14 @@ class DropSchedulerStateOnResume(Operator):
     """Delete ``scheduler.load_state_dict(...)`` where a checkpoint is restored.
 
     Bug: the resume path restores model and optimizer but not the learning-rate
-    scheduler. Impact: the schedule restarts from its first epoch: a warm-up or cosine
-    schedule jumps back to its initial learning rate (a step schedule forgets its decays),
-    so a nearly converged model receives large updates again: a loss spike after the
-    resume and a worse final metric; the logged learning rate shows the jump. Fix: save
-    ``scheduler.state_dict()`` and load it on resume (or rebuild the scheduler with
-    ``last_epoch``). Check: log the learning rate per step (it is discontinuous at the
-    resume), or compare train/val curves of a resumed and an uninterrupted run.
+    scheduler. Impact: the scheduler's step counter restarts at zero while the optimizer
+    keeps its restored learning rate. Closed-form schedules (``LambdaLR``, ``OneCycleLR``,
+    warm-up) jump back to their starting rate, so a nearly converged model receives large
+    updates again: a loss spike after the resume and a worse final metric; chainable ones
+    (``StepLR``, ``MultiStepLR``) repeat their decays from the restored rate, so the rate
+    ends too low. Fix: save ``scheduler.state_dict()`` and load it on resume. Check: log
+    the learning rate per step (discontinuous at the resume), or compare train/val
+    curves of a resumed and an uninterrupted run.
     """
 
     name = "drop_scheduler_state_on_resume"

@@ -274,7 +274,10 @@ def is_loss_call(call: cst.Call, ctx: Context) -> bool:
     dotted = dotted_name(call.func)
     if dotted is not None:
         for value in assigned_values(ctx, dotted):
-            if isinstance(value, cst.Call) and (callee_name(value) or "").endswith("Loss"):
+            if not isinstance(value, cst.Call):
+                continue
+            constructors = {*qualified_names(ctx, value.func), callee_name(value) or ""}
+            if any(name.endswith("Loss") for name in constructors):
                 return True
         last = dotted.rsplit(".", 1)[-1].lower()
         if "criterion" in last or "loss" in last:
