@@ -143,28 +143,49 @@ def _run(config: dict[str, Any], source: str) -> int:
     telemetry.install()
     telemetry_api.set_sink(lambda metrics: writer.record("report", **metrics))
 
-    error = _execute(config["script"], source, list(config["argv"]))
-    telemetry_api.set_sink(None)
-    counters = telemetry.finish()
-    status, exc_type, message = rules.after_exception(
-        error, counters, writer.first_nonfinite is not None
-    )
-    exit_code = _exit_code(error)
-    writer.write_now(
-        "end",
-        status=status,
-        exc_type=exc_type,
-        exc_message=message,
-        exit_code=exit_code,
-        nonfinite=list(writer.first_nonfinite) if writer.first_nonfinite else None,
-        peak_cuda_mb=telemetry.peak_cuda_mb,
-        wall_s=round(time.perf_counter() - started, 4),
-        **counters,
-    )
-    writer.close()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return exit_code
+    def finish(error: BaseException | None) -> int:
+        """Write the end record; returns the process's exit code."""
+        telemetry_api.set_sink(None)
+        counters = telemetry.finish()
+        status, exc_type, message = rules.after_exception(
+            error, counters, writer.first_nonfinite is not None
+        )
+        exit_code = _exit_code(error)
+        writer.write_now(
+            "end",
+            status=status,
+            exc_type=exc_type,
+            exc_message=message,
+            exit_code=exit_code,
+            nonfinite=list(writer.first_nonfinite) if writer.first_nonfinite else None,
+            peak_cuda_mb=telemetry.peak_cuda_mb,
+            wall_s=round(time.perf_counter() - started, 4),
+            **counters,
+        )
+        writer.close()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return exit_code
+
+    real_exit = os._exit
+    this_process = os.getpid()
+
+    def exit_now(code: int) -> NoReturn:
+        # A script that leaves through os._exit still gets its end record, as if it
+        # had called sys.exit (a forked data loader worker just exits).
+        if os.getpid() == this_process:
+            finish(OsExit(code))
+        real_exit(code)
+
+    os._exit = exit_now
+    try:
+        return finish(_execute(config["script"], source, list(config["argv"])))
+    finally:
+        os._exit = real_exit
+
+
+class OsExit(SystemExit):
+    """How the end record names an ``os._exit(code)`` call by the script."""
 
 
 def _exit_code(error: BaseException | None) -> int:
