@@ -1,0 +1,492 @@
+"""The symptom catalog, built from stored runs only (no training happens here).
+
+``load_runs(results_dir)`` finds every ``runs/**/result.json`` with its ``trace.jsonl``,
+computes each run's signature once and caches it (with the run's curves) beside the trace
+in ``SIGNATURE_CACHE``, keyed by the size and mtime of trace and result, the signature
+version and ``n_classes``; a rebuild only parses traces that changed.
+``build_tables(runs)`` judges every mutant (``experiments.symptoms``) and returns the
+``runs``, ``curves`` and ``symptoms`` tables; ``write_catalog(tables, out_dir)`` writes
+all catalog files into a temporary folder and renames it into place, so a reader sees
+the old catalog or the new one, never a mix. ``rebuild_report(results_dir)`` is
+``trainwreck report RESULTS_DIR``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from experiments import signature as signature_module
+from experiments import trace as trace_module
+from experiments.report.operators import OperatorInfo, operator_info
+from experiments.signature import FEATURES, loss_curve, signature
+from experiments.symptoms import (
+    NOOP,
+    REFERENCE,
+    SEVERITY_ORDER,
+    assign_roles,
+    judge,
+    noop_false_positives,
+)
+from experiments.trace import RESULT_FIELDS, RESULT_FILE, TRACE_FILE
+
+SIGNATURE_CACHE = ".signature-cache.json"
+# Bump when the cached curves change meaning; edits to signature.py invalidate on their own.
+SIGNATURE_VERSION = 1
+CATALOG_FILES = (
+    "runs.parquet",
+    "runs.csv",
+    "curves.parquet",
+    "symptoms.csv",
+    "symptoms.md",
+    "study.md",
+    "report.html",
+)
+CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
+_LIST_FIELDS = ("operators", "categories", "params", "lines", "mutant_lines", "argv")
+
+Curve = tuple[np.ndarray, np.ndarray]  # (steps, values)
+
+
+@dataclass
+class LoadedRun:
+    folder: Path
+    result: dict[str, Any]
+    features: dict[str, Any]
+    loss_source: str
+    curves: dict[str, Curve] = field(repr=False)
+    cached: bool = False
+
+
+@dataclass
+class CatalogTables:
+    runs: pd.DataFrame
+    curves: pd.DataFrame
+    symptoms: pd.DataFrame
+    control: dict[str, Any]  # the noop false-positive summary
+    operators: dict[str, OperatorInfo]
+
+
+@dataclass
+class CatalogSummary:
+    out_dir: Path
+    files: dict[str, Path]
+    n_runs: int
+    n_mutants: int
+    n_loops: int
+    cached_signatures: int
+    control: dict[str, Any]
+    seconds: float
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def find_result_files(results_dir: str | Path) -> list[Path]:
+    return sorted((Path(results_dir) / "runs").glob(f"**/{RESULT_FILE}"))
+
+
+def load_runs(
+    results_dir: str | Path,
+    *,
+    n_classes: Mapping[str, int] | int | None = None,
+    use_cache: bool = True,
+) -> list[LoadedRun]:
+    """Every stored run under ``results_dir/runs`` with its signature and curves.
+
+    ``n_classes`` (one number, or per loop name) sets ln C and chance; without it a run's
+    ``result.json`` or its ``report(n_classes=...)`` records are used when present.
+    """
+    runs = []
+    for result_path in find_result_files(results_dir):
+        try:
+            result = orjson.loads(result_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue  # a result being written right now; the next rebuild sees it
+        if not isinstance(result, dict):
+            continue
+        runs.append(
+            _load_run(result_path.parent, result, _classes_for(result, n_classes), use_cache)
+        )
+    return runs
+
+
+def _classes_for(
+    result: Mapping[str, Any], n_classes: Mapping[str, int] | int | None
+) -> int | None:
+    if isinstance(n_classes, int):
+        return n_classes
+    if isinstance(n_classes, Mapping) and result.get("loop") in n_classes:
+        return int(n_classes[result["loop"]])
+    value = result.get("n_classes")
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _load_run(
+    folder: Path, result: dict[str, Any], n_classes: int | None, use_cache: bool
+) -> LoadedRun:
+    key = _cache_key(folder, n_classes)
+    cache_path = folder / SIGNATURE_CACHE
+    if use_cache:
+        cached = _read_cache(cache_path, key)
+        if cached is not None:
+            features, source, curves = cached
+            return LoadedRun(folder, result, features, source, curves, cached=True)
+    records = read_trace_fast(folder / TRACE_FILE)
+    features = signature(records, result, n_classes=n_classes)
+    curves, source = extract_curves(records)
+    if use_cache:
+        _write_cache(cache_path, key, features, source, curves)
+    return LoadedRun(folder, result, features, source, curves)
+
+
+def read_trace_fast(path: Path) -> list[dict[str, Any]]:
+    """All records of a trace (orjson; torn or corrupt lines are skipped)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    records = []
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def extract_curves(records: list[dict[str, Any]]) -> tuple[dict[str, Curve], str]:
+    """The per-run series the ``curves`` table and the report plot, and the loss source."""
+    steps, losses, source = loss_curve(records)
+    curves: dict[str, Curve] = {"loss": (steps, losses)}
+    step_records = [r for r in records if r.get("kind") == "step"]
+    step_index = np.asarray([r.get("i", k + 1) for k, r in enumerate(step_records)], dtype=float)
+    for metric in ("grad_norm", "update_ratio"):
+        values = np.asarray([_number(r.get(metric)) for r in step_records], dtype=float)
+        if np.isfinite(values).any():
+            curves[metric] = (step_index, values)
+    reports = [r for r in records if r.get("kind") == "report"]
+    for metric in ("train_loss", "val_loss", "val_metric"):
+        points = [
+            (r.get("epoch", k), _number(r.get(metric)))
+            for k, r in enumerate(reports)
+            if metric in r
+        ]
+        if points:
+            x, y = zip(*points)
+            curves[metric] = (np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    return curves, source
+
+
+@cache
+def _code_version() -> str:
+    """Digest of the code a cached signature depends on, so an edit invalidates the cache."""
+    digest = hashlib.sha256(str(SIGNATURE_VERSION).encode())
+    for module in (signature_module, trace_module):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _cache_key(folder: Path, n_classes: int | None) -> list[Any]:
+    parts: list[Any] = [_code_version(), n_classes]
+    for name in (TRACE_FILE, RESULT_FILE):
+        try:
+            stat = (folder / name).stat()
+            parts += [stat.st_size, stat.st_mtime_ns]
+        except OSError:
+            parts += [None, None]
+    return parts
+
+
+def _read_cache(path: Path, key: list[Any]) -> tuple[dict[str, Any], str, dict[str, Curve]] | None:
+    try:
+        payload = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(payload, dict) or payload.get("key") != key:
+        return None
+    features = {name: payload["features"].get(name) for name in FEATURES}
+    curves = {
+        metric: (np.asarray(series[0], dtype=float), np.asarray(series[1], dtype=float))
+        for metric, series in payload["curves"].items()
+    }
+    return features, payload["loss_source"], curves
+
+
+def _write_cache(
+    path: Path, key: list[Any], features: dict[str, Any], source: str, curves: dict[str, Curve]
+) -> None:
+    payload = {
+        "key": key,
+        "features": features,
+        "loss_source": source,
+        # NaN is written as null by orjson and read back as NaN by numpy: lossless here.
+        "curves": {metric: [steps, values] for metric, (steps, values) in curves.items()},
+    }
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY))
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)  # a read-only results folder just means no cache
+
+
+# -- tables -------------------------------------------------------------------------------
+
+
+def build_tables(runs: list[LoadedRun]) -> CatalogTables:
+    """Judge every mutant and return the catalog's tables (see the module docstring)."""
+    frame = _runs_frame(runs)
+    frame["role"] = assign_roles(frame) if len(frame) else pd.Series(dtype=object)
+    noop_rows = frame["role"] == NOOP
+    frame.loc[noop_rows, "identity"] = NOOP
+    frame.loc[noop_rows, "operator"] = NOOP
+    frame.loc[noop_rows, "variant"] = NOOP
+    operators = operator_info(list(frame["operator"].unique()) if len(frame) else [])
+    frame["category"] = [
+        _category(row_operator, row_categories, operators)
+        for row_operator, row_categories in zip(frame["operator"], frame["categories"])
+    ]
+    judgement = judge(frame) if len(frame) else None
+    labels = judgement.run_labels if judgement else pd.Series(dtype=object)
+    frame["labels"] = [";".join(run_labels) for run_labels in labels] if len(frame) else []
+    symptoms = judgement.symptoms if judgement else pd.DataFrame()
+    control = noop_false_positives(symptoms, labels, frame["role"]) if judgement else {}
+    symptoms = _annotate_symptoms(symptoms, operators)
+    for column in _LIST_FIELDS:
+        frame[column] = [json.dumps(value) for value in frame[column]]
+    curves = _curves_frame(runs)
+    return CatalogTables(frame, curves, symptoms, control, operators)
+
+
+def _runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
+    rows = []
+    for run in runs:
+        result = run.result
+        row: dict[str, Any] = {name: result.get(name) for name in RESULT_FIELDS}
+        row["run_id"] = result.get("run_id") or str(run.folder)
+        row["identity"] = result.get("identity") or REFERENCE
+        row["device"] = result.get("device") or "cpu"
+        row["seed"] = int(result["seed"]) if result.get("seed") is not None else -1
+        for name in _LIST_FIELDS:
+            row[name] = list(result.get(name) or [])
+        row["operator"] = operator_name(row["identity"], row["operators"])
+        row["variant"] = variant_label(row["identity"], row["operator"])
+        row["folder"] = str(run.folder)
+        row["loss_source"] = run.loss_source
+        row.update(run.features)
+        rows.append(row)
+    leading = [
+        "run_id",
+        "loop",
+        "identity",
+        "operator",
+        "variant",
+        "seed",
+        "device",
+        "status",
+        "exc_type",
+        "exc_message",
+    ]
+    # steps and backward_calls reappear as features (optimizer_steps, backward_calls).
+    context = [name for name in RESULT_FIELDS if name not in (*leading, *FEATURES, "steps")]
+    columns = list(dict.fromkeys([*leading, *context, "folder", "loss_source", *FEATURES]))
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values(["loop", "device", "identity", "seed"], kind="stable").reset_index(
+        drop=True
+    )
+
+
+def operator_name(identity: str, operators: list[str]) -> str:
+    """``none`` for the unmutated script, the operator's name, or ``a+b`` for higher order."""
+    if identity == NOOP or operators == [NOOP]:
+        return NOOP
+    if not operators:
+        return REFERENCE
+    return "+".join(operators)
+
+
+def variant_label(identity: str, operator: str) -> str:
+    """The operator label with parameters, e.g. ``scale_lr(factor=100.0)``, from the identity."""
+    labels = []
+    for part in identity.split("+"):
+        pieces = part.split("::")
+        if len(pieces) >= 3:
+            labels.append(pieces[-1].rsplit("#", 1)[0])
+    return "+".join(labels) if labels else operator
+
+
+def _category(operator: str, categories: list[str], operators: Mapping[str, OperatorInfo]) -> str:
+    info = operators.get(operator)
+    if info is not None and info.category:
+        return info.category
+    if operator == REFERENCE:
+        return "reference"
+    return "+".join(dict.fromkeys(categories)) if categories else ""
+
+
+def _annotate_symptoms(
+    symptoms: pd.DataFrame, operators: Mapping[str, OperatorInfo]
+) -> pd.DataFrame:
+    if symptoms.empty:
+        return symptoms
+    symptoms = symptoms.copy()
+    infos = [operators.get(name) for name in symptoms["operator"]]
+    expected = [info.expected if info else None for info in infos]
+    position = symptoms.columns.get_loc("measured")
+    symptoms.insert(position, "expected", expected)
+    symptoms.insert(
+        position + 2,
+        "agrees",
+        [None if exp is None else exp == got for exp, got in zip(expected, symptoms["measured"])],
+    )
+    symptoms.insert(position + 3, "summary", [info.summary if info else "" for info in infos])
+    order = {severity: index for index, severity in enumerate(SEVERITY_ORDER)}
+    symptoms["_order"] = symptoms["measured"].map(lambda s: order.get(s, len(order)))
+    symptoms = symptoms.sort_values(
+        ["loop", "device", "_order", "operator", "identity"], kind="stable"
+    )
+    return symptoms.drop(columns="_order").reset_index(drop=True)
+
+
+def _curves_frame(runs: list[LoadedRun]) -> pd.DataFrame:
+    """Long format (run, step, metric, value) with categorical run and metric columns."""
+    run_codes, metric_codes, steps, values = [], [], [], []
+    for code, run in enumerate(runs):
+        for metric_code, metric in enumerate(CURVE_METRICS):
+            if metric not in run.curves:
+                continue
+            x, y = run.curves[metric]
+            run_codes.append(np.full(x.size, code, dtype=np.int32))
+            metric_codes.append(np.full(x.size, metric_code, dtype=np.int8))
+            steps.append(x)
+            values.append(y)
+    if not steps:
+        return pd.DataFrame(
+            {"run": pd.Categorical([]), "step": [], "metric": pd.Categorical([]), "value": []}
+        )
+    names = [run.result.get("run_id") or str(run.folder) for run in runs]
+    return pd.DataFrame(
+        {
+            "run": pd.Categorical.from_codes(np.concatenate(run_codes), categories=_unique(names)),
+            "step": np.concatenate(steps).astype(np.int64),
+            "metric": pd.Categorical.from_codes(
+                np.concatenate(metric_codes), categories=CURVE_METRICS
+            ),
+            "value": np.concatenate(values),
+        }
+    )
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Categories must be unique; two folders with one run_id get a suffix (never silently merged)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        out.append(name if count == 0 else f"{name}~{count}")
+    return out
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]:
+    """Write every catalog file into ``out_dir``, atomically as a folder; returns the paths."""
+    from experiments.report import render_report_html, render_study_md, render_symptoms_md
+
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        tables.runs.to_parquet(staging / "runs.parquet", index=False)
+        tables.runs.to_csv(staging / "runs.csv", index=False)
+        tables.curves.to_parquet(staging / "curves.parquet", index=False)
+        tables.symptoms.to_csv(staging / "symptoms.csv", index=False)
+        (staging / "symptoms.md").write_text(render_symptoms_md(tables), encoding="utf-8")
+        (staging / "study.md").write_text(render_study_md(tables), encoding="utf-8")
+        (staging / "report.html").write_text(render_report_html(tables), encoding="utf-8")
+        staging.chmod(0o755)
+        _swap_into_place(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return {name: out_dir / name for name in CATALOG_FILES}
+
+
+def _swap_into_place(staging: Path, out_dir: Path) -> None:
+    """Replace ``out_dir`` by ``staging``; the old catalog is removed only after the rename."""
+    if not out_dir.exists():
+        os.replace(staging, out_dir)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+    os.replace(out_dir, retired / out_dir.name)
+    try:
+        os.replace(staging, out_dir)
+    except OSError:
+        os.replace(retired / out_dir.name, out_dir)
+        raise
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+def rebuild_report(
+    results_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    n_classes: Mapping[str, int] | int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CatalogSummary:
+    """``trainwreck report RESULTS_DIR``: rebuild every catalog file from stored runs."""
+    started = time.perf_counter()
+    out_dir = Path(out_dir) if out_dir is not None else Path(results_dir) / "catalog"
+    say = progress or (lambda message: None)
+    runs = load_runs(results_dir, n_classes=n_classes)
+    say(f"loaded {len(runs)} runs ({sum(run.cached for run in runs)} signatures cached)")
+    tables = build_tables(runs)
+    files = write_catalog(tables, out_dir)
+    say(f"wrote {len(files)} files to {out_dir}")
+    judged = tables.symptoms
+    return CatalogSummary(
+        out_dir=out_dir,
+        files=files,
+        n_runs=len(tables.runs),
+        n_mutants=int((judged["role"] == "mutant").sum()) if len(judged) else 0,
+        n_loops=int(tables.runs["loop"].nunique()) if len(tables.runs) else 0,
+        cached_signatures=sum(run.cached for run in runs),
+        control=tables.control,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _number(value: Any) -> float:
+    if value is None:
+        return float("nan")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def severities_in(values: Iterable[str]) -> list[str]:
+    """The severities present, in catalog order (worst first)."""
+    present = set(values)
+    return [severity for severity in (*SEVERITY_ORDER, "invalid") if severity in present]

@@ -1,0 +1,254 @@
+"""``report.html``: one self-contained page (inline CSS, JS and SVG; nothing fetched at view time).
+
+The symptom table is sortable (click a header) and filterable (free text, severity); every
+mutant has a card with its loss curves against the reference band (median and min-max over
+the reference seeds), its numbers beside the reference's, its labels and its diff. Every
+piece of text from runs or operators goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from experiments.report.assets import SCRIPT, STYLE
+from experiments.report.markdown import control_line, overview_line
+from experiments.report.svg import Series, band_svg
+from experiments.symptoms import SEVERITY_ORDER, SUMMARY_FEATURES
+
+if TYPE_CHECKING:
+    from experiments.catalog import CatalogTables
+
+TABLE_COLUMNS = (
+    # (symptoms column, header, kind)
+    ("loop", "loop", "text"),
+    ("operator", "operator", "text"),
+    ("variant", "mutant", "text"),
+    ("category", "category", "text"),
+    ("expected", "expected", "severity"),
+    ("measured", "measured", "severity"),
+    ("symptoms", "symptoms (seeds)", "text"),
+    ("unstable", "unstable (< 80%)", "text"),
+    ("top_effects", "strongest effects", "text"),
+    ("n_seeds", "seeds", "number"),
+)
+FEATURE_TITLES = {
+    "initial_loss": "initial loss",
+    "final_over_initial": "final / initial loss",
+    "max_over_initial": "peak / initial loss",
+    "log_slope_last_half": "log-loss slope, last half (/100 steps)",
+    "val_metric_final": "final val metric",
+    "time_per_step": "time per step (s)",
+}
+
+
+def render_report_html(tables: CatalogTables) -> str:
+    symptoms = tables.symptoms
+    loss = _loss_series(tables.curves)
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>trainwreck symptom catalog</title>",
+        f"<style>{STYLE}</style></head><body>",
+        "<header><h1>trainwreck symptom catalog</h1>",
+        f"<p>{escape(overview_line(tables))} <span class='muted'>Generated {generated}.</span></p>",
+        f"<p>{escape(control_line(tables.control).replace('`', ''))}</p>",
+        "<p class='muted'>Each mutant is judged seed by seed against the unmutated loop on the same "
+        "seeds; a label is stable when it holds in at least 80% of seeds. Measured severity sits "
+        "beside the operator's declared (expected) one; a dashed outline marks disagreement.</p>",
+        "</header>",
+    ]
+    if symptoms.empty:
+        parts.append("<p>No mutants were judged.</p>")
+    else:
+        parts.append(_table(symptoms))
+        parts.append(_cards(symptoms, tables.runs, loss))
+    parts.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _table(symptoms: pd.DataFrame) -> str:
+    options = "".join(f'<option value="{s}">{s}</option>' for s in (*SEVERITY_ORDER, "invalid"))
+    header = "".join(
+        f'<th data-type="{"number" if kind != "text" else "text"}" scope="col">{escape(title)}</th>'
+        for _, title, kind in TABLE_COLUMNS
+    )
+    rows = [_table_row(index, row) for index, row in enumerate(symptoms.to_dict("records"))]
+    return (
+        "<section><h2>Symptoms</h2><div class='controls'>"
+        '<input id="filter" type="search" placeholder="filter: operator, label, loop..." '
+        'aria-label="filter rows">'
+        f'<select id="severity-filter" aria-label="measured severity"><option value="">'
+        f"every measured severity</option>{options}</select>"
+        '<span id="shown-count" class="muted"></span></div>'
+        f'<table id="symptom-table" class="symptoms"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _table_row(index: int, row: dict[str, Any]) -> str:
+    cells = []
+    for column, _, kind in TABLE_COLUMNS:
+        value = row.get(column)
+        if kind == "severity":
+            disagree = column == "measured" and row.get("agrees") is False
+            cells.append(_severity_cell(value, disagree))
+        elif column == "variant":
+            cells.append(f'<td><a href="#{_card_id(index)}">{escape(_text(value))}</a></td>')
+        else:
+            cells.append(f"<td>{escape(_text(value))}</td>")
+    measured = escape(_text(row.get("measured")))
+    return f'<tr data-severity="{measured}" data-target="{_card_id(index)}">{"".join(cells)}</tr>'
+
+
+def _severity_cell(value: Any, disagree: bool) -> str:
+    text = _text(value)
+    if not text:
+        return '<td data-sort="99"></td>'
+    rank = SEVERITY_ORDER.index(text) if text in SEVERITY_ORDER else len(SEVERITY_ORDER)
+    extra = " disagree" if disagree else ""
+    title = ' title="differs from the expected severity"' if disagree else ""
+    return (
+        f'<td data-sort="{rank}"><span class="sev sev-{escape(text)}{extra}"{title}>'
+        f"{escape(text)}</span></td>"
+    )
+
+
+def _cards(symptoms: pd.DataFrame, runs: pd.DataFrame, loss: dict[str, Series]) -> str:
+    by_group = {key: frame for key, frame in runs.groupby(["loop", "device"], sort=False)}
+    cards = []
+    for index, row in enumerate(symptoms.to_dict("records")):
+        group = by_group.get((row["loop"], row["device"]), runs.iloc[0:0])
+        cards.append(_card(index, row, group, loss))
+    return (
+        "<section><h2>Mutants: loss curves against the reference</h2>"
+        "<p class='legend'><span class='swatch' style='background:#bee3f8'></span>reference "
+        "min-max over seeds<span class='swatch' style='background:#2b6cb0;height:3px'></span>"
+        "reference median<span class='swatch' style='background:#c53030;height:3px'></span>"
+        "mutant, one line per seed (a cross marks a non-finite loss)</p>"
+        f"<div class='mutants'>{''.join(cards)}</div></section>"
+    )
+
+
+def _card(index: int, row: dict[str, Any], group: pd.DataFrame, loss: dict[str, Series]) -> str:
+    seeds = set(json.loads(row.get("seeds") or "[]"))
+    reference_seeds = set(json.loads(row.get("reference_seeds") or "[]"))
+    mutant_runs = group[(group["identity"] == row["identity"]) & group["seed"].isin(seeds)]
+    reference_runs = group[(group["role"] == "reference") & group["seed"].isin(reference_seeds)]
+    reference = [loss[r] for r in reference_runs["run_id"] if r in loss]
+    mutant = []
+    for run_id, seed, status in zip(
+        mutant_runs["run_id"], mutant_runs["seed"], mutant_runs["status"]
+    ):
+        series = loss.get(run_id)
+        if series is not None:
+            mutant.append(Series(series.steps, series.values, f"seed {seed} ({status})"))
+    title = f"{row['loop']}: {row['variant']} vs reference"
+    figure = band_svg(reference, mutant, title=title)
+    if not any(series.values.size for series in mutant):
+        figure += "<p class='muted'>The mutant recorded no loss (it stopped before a backward).</p>"
+    statuses = ", ".join(
+        f"{count} {status}" for status, count in mutant_runs["status"].value_counts().items()
+    )
+    diff = next((d for d in mutant_runs["diff"] if isinstance(d, str) and d), "")
+    summary = _text(row.get("summary"))
+    labels = _text(row.get("symptoms")) or "no stable label"
+    unstable = _text(row.get("unstable"))
+    return (
+        f'<article class="mutant" id="{_card_id(index)}">'
+        f"<h3>{escape(_text(row['variant']))} <span class='muted'>&#183; {escape(_text(row['loop']))}"
+        f" &#183; {escape(_text(row['device']))}</span></h3>"
+        f"<p><code>{escape(_text(row['identity']))}</code></p>"
+        + (f"<p class='muted'>{escape(summary)}</p>" if summary else "")
+        + f"<p>measured {_severity_badge(row.get('measured'))} expected "
+        f"{_severity_badge(row.get('expected'))} &#183; labels: {escape(labels)}"
+        + (f" &#183; unstable: {escape(unstable)}" if unstable else "")
+        + f" &#183; runs: {escape(statuses or 'none')}</p>"
+        f"<div class='body'><div>{figure}</div>{_numbers(row)}</div>"
+        + (
+            f"<details><summary>diff</summary>{_diff_html(diff)}</details>"
+            if diff
+            else "<p class='muted'>no diff recorded</p>"
+        )
+        + "</article>"
+    )
+
+
+def _numbers(row: dict[str, Any]) -> str:
+    lines = []
+    for feature in SUMMARY_FEATURES:
+        mine, ref = row.get(f"mutant_{feature}"), row.get(f"ref_{feature}")
+        if not (_present(mine) or _present(ref)):
+            continue
+        d = row.get(f"d_{feature}")
+        lines.append(
+            f"<tr><td>{escape(FEATURE_TITLES.get(feature, feature))}</td><td>{_num(mine)}</td>"
+            f"<td>{_num(ref)}</td><td>{_num(d, '{:+.1f}')}</td></tr>"
+        )
+    if not lines:
+        return ""
+    return (
+        "<table class='numbers'><thead><tr><th>median over seeds</th><th>mutant</th>"
+        f"<th>reference</th><th>d</th></tr></thead><tbody>{''.join(lines)}</tbody></table>"
+    )
+
+
+def _diff_html(diff: str) -> str:
+    lines = []
+    for line in diff.rstrip("\n").splitlines():
+        css = "add" if line.startswith("+") and not line.startswith("+++") else ""
+        css = "del" if line.startswith("-") and not line.startswith("---") else css
+        text = escape(line) or " "
+        lines.append(f'<span class="{css}">{text}</span>' if css else text)
+    return "<pre class='diff'>" + "\n".join(lines) + "</pre>"
+
+
+def _loss_series(curves: pd.DataFrame) -> dict[str, Series]:
+    """run id -> its loss curve, split out of the long table in one pass."""
+    if curves.empty:
+        return {}
+    loss = curves[curves["metric"] == "loss"]
+    codes = loss["run"].cat.codes.to_numpy()
+    order = np.argsort(codes, kind="stable")
+    codes = codes[order]
+    steps = loss["step"].to_numpy()[order]
+    values = loss["value"].to_numpy()[order]
+    boundaries = np.flatnonzero(np.diff(codes)) + 1
+    names = loss["run"].cat.categories
+    out = {}
+    for chunk_codes, chunk_steps, chunk_values in zip(
+        np.split(codes, boundaries), np.split(steps, boundaries), np.split(values, boundaries)
+    ):
+        if chunk_codes.size:
+            out[str(names[chunk_codes[0]])] = Series(chunk_steps.astype(float), chunk_values)
+    return out
+
+
+def _severity_badge(value: Any) -> str:
+    text = _text(value) or "n/a"
+    return f'<span class="sev sev-{escape(text)}">{escape(text)}</span>'
+
+
+def _card_id(index: int) -> str:
+    return f"mutant-{index}"
+
+
+def _text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return str(value)
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and pd.isna(value))
+
+
+def _num(value: Any, fmt: str = "{:.3g}") -> str:
+    return escape(fmt.format(value)) if _present(value) else "n/a"

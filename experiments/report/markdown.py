@@ -1,0 +1,187 @@
+"""``symptoms.md`` (the table) and ``study.md`` (per operator, for people learning)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from experiments.symptoms import NOOP, SEVERITY_ORDER
+
+if TYPE_CHECKING:
+    from experiments.catalog import CatalogTables
+
+SYMPTOM_COLUMNS = (
+    ("operator", "operator"),
+    ("variant", "mutant"),
+    ("category", "category"),
+    ("expected", "expected"),
+    ("measured", "measured"),
+    ("symptoms", "symptoms (seeds)"),
+    ("unstable", "unstable (< 80% of seeds)"),
+    ("top_effects", "strongest effects (Cohen's d, Mann-Whitney p)"),
+)
+
+
+def render_symptoms_md(tables: CatalogTables) -> str:
+    symptoms = tables.symptoms
+    lines = ["# Symptom catalog", "", overview_line(tables), "", control_line(tables.control), ""]
+    lines += [
+        "Measured severity comes from the labels (the worst level reached in at least half",
+        "the seeds); expected is what the operator declares. Where they differ, both stand.",
+        "",
+    ]
+    if symptoms.empty:
+        return "\n".join([*lines, "No mutants were judged.", ""])
+    for (loop, device), group in symptoms.groupby(["loop", "device"], sort=True):
+        lines += [f"## `{loop}` ({device})", ""]
+        lines.append("| " + " | ".join(title for _, title in SYMPTOM_COLUMNS) + " | seeds |")
+        lines.append("|" + "---|" * (len(SYMPTOM_COLUMNS) + 1))
+        for row in group.to_dict("records"):
+            cells = [_cell(row.get(column)) for column, _ in SYMPTOM_COLUMNS]
+            if row.get("agrees") is False:
+                cells[4] = f"**{cells[4]}**"
+            cells.append(str(row.get("n_seeds", "")))
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_study_md(tables: CatalogTables) -> str:
+    """Per operator: the bug, a minimal diff, the curve in numbers, the check, the fix."""
+    symptoms = tables.symptoms
+    lines = [
+        "# Study guide: what each training bug does",
+        "",
+        "Ordered by measured severity, worst first. Numbers are medians over seeds; the",
+        "unmutated reference over the same seeds is in brackets.",
+        "",
+        control_line(tables.control),
+        "",
+    ]
+    if symptoms.empty:
+        return "\n".join([*lines, "No mutants were judged.", ""])
+    mutants = symptoms[symptoms["role"] == "mutant"]
+    ordered = sorted(
+        mutants.groupby("operator", sort=False),
+        key=lambda item: (
+            SEVERITY_ORDER.index(operator_severity(item[1]))
+            if operator_severity(item[1]) in SEVERITY_ORDER
+            else len(SEVERITY_ORDER),
+            item[0],
+        ),
+    )
+    for number, (operator, group) in enumerate(ordered, start=1):
+        lines += _operator_section(number, operator, group, tables)
+    return "\n".join(lines)
+
+
+def operator_severity(group: pd.DataFrame) -> str:
+    """The most common measured severity of an operator's mutants; ties go to the worse."""
+    counts = Counter(group["measured"])
+    rank = {severity: index for index, severity in enumerate(SEVERITY_ORDER)}
+    return min(counts, key=lambda severity: (-counts[severity], rank.get(severity, len(rank))))
+
+
+def _operator_section(
+    number: int, operator: str, group: pd.DataFrame, tables: CatalogTables
+) -> list[str]:
+    info = tables.operators.get(operator)
+    measured = operator_severity(group)
+    expected = info.expected if info and info.expected else "not declared"
+    category = info.category if info and info.category else (group["category"].iloc[0] or "unknown")
+    lines = [
+        f"## {number}. `{operator}` ({category}): measured {measured}, expected {expected}",
+        "",
+    ]
+    if info and info.summary:
+        lines += [info.summary, ""]
+    sections = info.sections if info else {}
+    bug = (
+        sections.get("Bug")
+        or (info.title if info else "")
+        or "Not documented (operator not registered)."
+    )
+    lines += [f"**The bug.** {bug}", ""]
+    if sections.get("Impact"):
+        lines += [f"**Documented impact.** {sections['Impact']}", ""]
+    diff, where = _minimal_diff(group, tables.runs)
+    lines += [f"**Minimal diff** ({where}):" if where else "**Minimal diff:**", ""]
+    lines += (["```diff", diff.rstrip("\n"), "```"] if diff else ["(no diff recorded)"]) + [""]
+    lines += ["**What the curve does.**", ""]
+    lines += [f"- {curve_sentence(row)}" for row in group.to_dict("records")]
+    lines.append("")
+    lines += [f"**Check that exposes it.** {sections.get('Check') or 'Not documented.'}", ""]
+    lines += [f"**Fix.** {sections.get('Fix') or 'Not documented.'}", ""]
+    return lines
+
+
+def curve_sentence(row: dict[str, Any]) -> str:
+    """One loop's numbers for one mutant, e.g. 'final/initial loss 1.00 [0.11], ...'."""
+    facts = [
+        ("final/initial loss", "final_over_initial", "{:.2f}"),
+        ("peak/initial", "max_over_initial", "{:.2f}"),
+        ("log-loss slope over the last half per 100 steps", "log_slope_last_half", "{:+.3f}"),
+        ("initial loss", "initial_loss", "{:.3g}"),
+        ("final val metric", "val_metric_final", "{:.3f}"),
+        ("time per step (s)", "time_per_step", "{:.3g}"),
+    ]
+    parts = []
+    for label, feature, fmt in facts:
+        mine, ref = row.get(f"mutant_{feature}"), row.get(f"ref_{feature}")
+        if _present(mine) or _present(ref):
+            parts.append(f"{label} {_fmt(mine, fmt)} [{_fmt(ref, fmt)}]")
+    labels = row.get("symptoms") or "none stable"
+    unstable = f"; unstable: {row['unstable']}" if row.get("unstable") else ""
+    head = f"`{row['loop']}` ({row['variant']}, {row['n_seeds']} seeds): "
+    return head + ", ".join(parts) + f". Labels: {labels}{unstable}; measured {row['measured']}."
+
+
+def overview_line(tables: CatalogTables) -> str:
+    runs, symptoms = tables.runs, tables.symptoms
+    n_mutants = int((symptoms["role"] == "mutant").sum()) if len(symptoms) else 0
+    n_loops = runs["loop"].nunique() if len(runs) else 0
+    statuses = Counter(runs["status"]) if len(runs) else Counter()
+    status_text = ", ".join(f"{count} {status}" for status, count in statuses.most_common())
+    return f"{len(runs)} runs ({status_text or 'none'}), {n_mutants} mutants over {n_loops} loops."
+
+
+def control_line(control: dict[str, Any]) -> str:
+    if not control or not control.get("noop_groups"):
+        return "Control (`noop`): no unmutated runs on spare seeds, so no false-positive rate."
+    fired = ", ".join(f"{label} x{count}" for label, count in control["labels_fired"].items())
+    return (
+        f"Control (`{NOOP}`: the unmutated loop on spare seeds, judged like a mutant): "
+        f"{control['noop_groups_not_silent']} of {control['noop_groups']} loop groups non-silent "
+        f"(false-positive rate {_percent(control['group_fpr'])}); "
+        f"{control['noop_runs_labelled']} of {control['noop_runs']} runs carried a label "
+        f"({_percent(control['run_fpr'])}){': ' + fired if fired else ''}. Goal: <= 5%."
+    )
+
+
+def _minimal_diff(group: pd.DataFrame, runs: pd.DataFrame) -> tuple[str, str]:
+    """The shortest recorded diff among the operator's mutants, and where it comes from."""
+    candidates = runs[runs["identity"].isin(group["identity"]) & runs["diff"].fillna("").ne("")]
+    if candidates.empty:
+        return "", ""
+    best = candidates.loc[candidates["diff"].str.len().idxmin()]
+    return str(best["diff"]), f"`{best['loop']}`, `{best['identity']}`"
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and pd.isna(value))
+
+
+def _fmt(value: Any, fmt: str) -> str:
+    return fmt.format(value) if _present(value) else "n/a"
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"

@@ -1,0 +1,187 @@
+"""Symptom labels and severities on synthetic studies whose truth is known by construction."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from fixtures_runs import NOOP_SEEDS, REFERENCE_SEEDS, RunSpec, write_run, write_study
+
+from experiments.catalog import build_tables, load_runs
+from experiments.symptoms import (
+    Reference,
+    cliffs_delta,
+    cohens_d,
+    format_labels,
+    judge_run,
+    label_fractions,
+    measured_severity,
+    rank_test,
+    spread_floor,
+)
+
+# behaviour -> (identity, the label it must get in every seed, measured severity)
+KNOWN = {
+    "flat": ("t.py::train::drop_optimizer_step#0", "no_learning", "breaks_training"),
+    "diverge": ("t.py::main::scale_lr(factor=100.0)#0", "diverges", "breaks_training"),
+    "crash_start": ("t.py::Net.forward::swap_view#0", "crash:RuntimeError", "crash"),
+    "nan": ("t.py::train::drop_grad_clip#0", "nan", "breaks_training"),
+    "slow": ("t.py::main::scale_lr(factor=0.1)#0", "slow_convergence", "degrades"),
+    "spiky": ("t.py::train::spiky#0", "loss_spike", "degrades"),
+    "eval_mode": ("t.py::train::drop_train_mode#0", "eval_mode_training", "degrades"),
+    "grad_in_eval": ("t.py::evaluate::drop_no_grad#0", "grad_in_eval", "cost_only"),
+    "leak_memory": ("t.py::train::keep_loss_graph#0", "memory_growth", "cost_only"),
+    "slow_steps": ("t.py::train::slow_step#0", "slower", "cost_only"),
+    "leak_labels": ("t.py::data::leak_labels#0", "too_good", "degrades"),
+}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    mutants = [
+        (behaviour, identity, (identity.split("::")[2].split("(")[0].split("#")[0],))
+        for behaviour, (identity, _, _) in KNOWN.items()
+    ]
+    write_study(root, mutants=mutants)
+    tables = build_tables(load_runs(root))
+    return tables
+
+
+def row_of(tables, identity):
+    rows = tables.symptoms[tables.symptoms["identity"] == identity]
+    assert len(rows) == 1, identity
+    return rows.iloc[0]
+
+
+@pytest.mark.parametrize("behaviour", list(KNOWN))
+def test_known_bug_gets_its_label_in_every_seed(study, behaviour):
+    identity, label, severity = KNOWN[behaviour]
+    row = row_of(study, identity)
+    fractions = json.loads(row["label_fractions"])
+    assert fractions.get(label) == 1.0, fractions
+    assert row["measured"] == severity
+    assert label in row["symptoms"]
+
+
+def test_no_learning_also_sits_at_chance(study):
+    fractions = json.loads(row_of(study, KNOWN["flat"][0])["label_fractions"])
+    assert fractions.get("chance_val") == 1.0
+    assert "diverges" not in fractions
+
+
+def test_noop_control_is_silent_with_zero_false_positives(study):
+    noop = study.symptoms[study.symptoms["role"] == "noop"]
+    assert len(noop) == 1
+    assert noop.iloc[0]["measured"] == "silent"
+    assert json.loads(noop.iloc[0]["label_fractions"]) == {"silent": 1.0}
+    assert study.control["group_fpr"] == 0.0
+    assert study.control["run_fpr"] == 0.0
+    assert study.control["noop_runs"] == len(NOOP_SEEDS)
+
+
+def test_noop_is_judged_against_the_reference_seeds_only(study):
+    noop = study.symptoms[study.symptoms["role"] == "noop"].iloc[0]
+    assert json.loads(noop["reference_seeds"]) == list(REFERENCE_SEEDS)
+    assert json.loads(noop["seeds"]) == list(NOOP_SEEDS)
+
+
+def test_false_positive_rate_over_loops_and_seed_sets(tmp_path):
+    """Twelve loop groups, each a fresh reference and a disjoint noop seed set."""
+    for index in range(12):
+        base = 10 * index
+        write_study(
+            tmp_path,
+            mutants=[("flat", "t.py::train::drop_optimizer_step#0", ("drop_optimizer_step",))],
+            seeds=tuple(range(base, base + 5)),
+            noop_seeds=tuple(range(500 + base, 505 + base)),
+            loop=f"loop{index:02d}",
+            steps=200,
+        )
+    tables = build_tables(load_runs(tmp_path))
+    assert tables.control["noop_groups"] == 12
+    assert tables.control["group_fpr"] <= 0.05
+    assert tables.control["run_fpr"] <= 0.05, tables.control["labels_fired"]
+    mutants = tables.symptoms[tables.symptoms["role"] == "mutant"]
+    assert (mutants["measured"] == "breaks_training").all()
+
+
+def test_label_that_holds_in_some_seeds_is_unstable(tmp_path):
+    for seed in REFERENCE_SEEDS:
+        write_run(tmp_path, RunSpec("healthy", seed))
+        behaviour = "crash_start" if seed < 2 else "healthy"
+        write_run(
+            tmp_path, RunSpec(behaviour, seed, identity="t.py::f::flaky#0", operators=("flaky",))
+        )
+    row = build_tables(load_runs(tmp_path)).symptoms.iloc[0]
+    assert json.loads(row["label_fractions"])["crash:RuntimeError"] == pytest.approx(0.4)
+    assert "crash:RuntimeError 2/5" in row["unstable"]
+    assert "crash" not in row["symptoms"]
+    assert row["measured"] == "silent"
+
+
+def test_expected_severity_sits_beside_measured_even_when_they_disagree(study):
+    symptoms = study.symptoms
+    assert {"expected", "measured", "agrees"} <= set(symptoms.columns)
+    known = symptoms[symptoms["expected"].notna()]
+    assert (known["agrees"] == (known["expected"] == known["measured"])).all()
+
+
+def test_unregistered_operator_is_judged_without_metadata(study):
+    row = row_of(study, KNOWN["spiky"][0])
+    assert row["operator"] == "spiky"
+    assert pd.isna(row["expected"]) and pd.isna(row["agrees"])
+
+
+# -- the statistics, directly ------------------------------------------------------------
+
+
+def test_identical_reference_runs_do_not_give_infinite_effects():
+    reference = np.full(5, 0.1)
+    d = cohens_d(np.full(5, 0.1001), reference, "final_over_initial")
+    assert np.isfinite(d) and abs(d) < 0.1
+    ref = Reference({"final_over_initial": reference}, 0.0, 5, (0, 1, 2, 3, 4))
+    assert ref.spread("final_over_initial") == spread_floor("final_over_initial", 0.1) > 0
+
+
+def test_rank_test_needs_enough_seeds_and_separates_clear_differences():
+    assert rank_test(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0])) is None
+    p = rank_test(np.arange(5.0), np.arange(10.0, 15.0))
+    assert p is not None and p < 0.01
+    assert rank_test(np.ones(4), np.ones(4)) == 1.0
+
+
+def test_cliffs_delta_bounds():
+    assert cliffs_delta(np.array([5.0, 6.0]), np.array([1.0, 2.0])) == 1.0
+    assert cliffs_delta(np.array([1.0]), np.array([5.0])) == -1.0
+    assert cliffs_delta(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 0.0
+
+
+def test_measured_severity_is_a_median_that_rounds_to_the_worse_level():
+    seeds = [["crash:X"], ["crash:X"], ["no_learning"], ["no_learning"], ["silent"]]
+    assert measured_severity(seeds) == ("breaks_training", 0.8)
+    assert measured_severity([["silent"]] * 3 + [["crash:X"]] * 2) == ("silent", 1.0)
+    assert measured_severity([["slower"], ["slower"], ["silent"]])[0] == "cost_only"
+
+
+def test_label_fractions_and_formatting():
+    fractions = label_fractions([["nan", "diverges"], ["nan"], ["silent"], ["nan"], ["nan"]])
+    assert fractions == {"nan": 0.8, "diverges": 0.2, "silent": 0.2}
+    assert format_labels(fractions, 5, stable=True) == "nan 4/5"
+    assert format_labels(fractions, 5, stable=False) == "diverges 1/5"
+
+
+def test_status_labels_and_invalid_runs():
+    ref = Reference({}, 0.0, 0, ())
+    assert judge_run({"status": "crash", "exc_type": "ValueError"}, ref) == ["crash:ValueError"]
+    assert judge_run({"status": "oom"}, ref) == ["crash:OutOfMemoryError"]
+    assert judge_run({"status": "timeout"}, ref) == ["timeout"]
+    assert judge_run({"status": "invalid"}, ref) == ["invalid"]
+    assert judge_run({"status": "ok"}, ref) == ["silent"]
+
+
+def test_nan_in_the_reference_too_is_not_a_mutant_symptom():
+    noisy_reference = Reference({}, 0.6, 5, (0, 1, 2, 3, 4))
+    assert judge_run({"status": "nan", "first_nan_step": 3}, noisy_reference) == ["silent"]
