@@ -626,8 +626,8 @@ class DetachHidden(Operator):
     Impact: the gradient stops at the detached tensor, so every layer before it keeps its
     initial weights while the layers after it still train: the loss falls, but only as far
     as a model on frozen random features allows (a worse plateau, lower val accuracy).
-    Sites are assignments in ``forward`` that sit after a layer and feed another one, so
-    the output keeps requiring grad and nothing crashes. Fix: remove the ``.detach()``.
+    Sites are assignments in ``forward`` that take a layer's output and feed another
+    layer, so each cut is distinct and the output keeps requiring grad (no crash). Fix: remove the ``.detach()``.
     Check: a params-changed check per layer after one step (early layers do not move),
     or per-layer gradient norms (exactly zero before the cut).
     """
@@ -677,6 +677,9 @@ class DetachHidden(Operator):
         # The input: detaching it cuts no layer.
         "class Net(nn.Module):\n    def forward(self, x):\n        x = x.flatten(1)\n"
         "        return self.fc(x)\n",
+        # A parameter-free module on the input cuts nothing either.
+        "class Net(nn.Module):\n    def __init__(self):\n        self.drop = nn.Dropout(0.1)\n"
+        "    def forward(self, x):\n        x = self.drop(x)\n        return self.fc(x)\n",
         # Not an nn.Module.
         "class Helper:\n    def forward(self, x):\n        x = self.fc1(x)\n        return self.fc2(x)\n",
         # Not a tensor: sizes and an LSTM's (output, state) tuple have no .detach().
@@ -697,7 +700,7 @@ class DetachHidden(Operator):
         if not isinstance(target, cst.Name) or not _tensor_valued(node.value, forward, ctx):
             return False
         flow = _ForwardFlow(forward, ctx)
-        return flow.cuts_a_layer(node) and flow.feeds_a_layer(node, target.value)
+        return flow.at_layer_output(node) and flow.feeds_a_layer(node, target.value)
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         assert isinstance(node, cst.Assign)
@@ -868,19 +871,31 @@ class _ForwardFlow:
             return names_in(self.ctx, statement.target)
         return set()
 
-    def cuts_a_layer(self, site: cst.Assign) -> bool:
-        """A detach here stops gradient to at least one parametrised layer."""
+    def at_layer_output(self, site: cst.Assign) -> bool:
+        """The value is a layer's output, so a detach here cuts that layer and all before it.
+
+        Either the value applies a layer itself (``x = F.relu(self.fc1(x))``) or it is the
+        first use of a layer output that was unpacked from a tuple and so could not be
+        detached where it was made (``out, _ = self.lstm(x)`` then ``last = out[:, -1]``).
+        Assignments that only continue from a detachable output (``x = self.dropout(x)``
+        after ``x = self.fc1(x)``) cut the same layers again and are not sites.
+        """
         if self._applies_layer(site.value):
             return True
-        upstream: set[str] = set()
+        unpacked: set[str] = set()
         for statement in self.statements:
             if statement is site:
-                return bool(names_in(self.ctx, site.value) & upstream)
+                return bool(names_in(self.ctx, site.value) & unpacked)
+            targets = self._targets(statement)
             expression = self._expression(statement)
-            if expression is None:
-                continue
-            if self._applies_layer(expression) or names_in(self.ctx, expression) & upstream:
-                upstream |= self._targets(statement)
+            unpacked -= targets  # rebinding a name ends its life as an unpacked output
+            if (
+                isinstance(statement, cst.Assign)
+                and not isinstance(statement.targets[0].target, cst.Name)
+                and expression is not None
+                and self._applies_layer(expression)
+            ):
+                unpacked |= targets
         return False
 
     def feeds_a_layer(self, site: cst.Assign, name: str) -> bool:

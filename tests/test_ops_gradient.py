@@ -111,12 +111,14 @@ EXPECTED_ONE_SITE = (
 
 @pytest.mark.parametrize("style", list(STYLES))
 @pytest.mark.parametrize("opt", OPTIMIZER_NAMES)
-@pytest.mark.parametrize("operator", EXPECTED_ONE_SITE)
-def test_operator_has_one_site_in_every_loop_style(style, opt, operator):
-    source = STYLES[style].format(opt=opt)
-    mutant = only_mutant(source, operator)
-    # The scheduler's step is never taken for the optimizer's.
-    assert not any("sched" in line for line in changed_lines(mutant))
+def test_operators_have_one_site_in_every_loop_style(style, opt):
+    source_file = SourceFile(textwrap.dedent(STYLES[style].format(opt=opt)), "t.py")
+    found = source_file.find_sites([get_operator(name) for name in EXPECTED_ONE_SITE])
+    assert sorted(site.operator.name for site in found) == sorted(EXPECTED_ONE_SITE)
+    for site in found:
+        mutant = source_file.apply([site])
+        # The scheduler's step is never taken for the optimizer's.
+        assert not any("sched" in line for line in changed_lines(mutant)), mutant.diff
 
 
 @pytest.mark.parametrize("style", list(STYLES))
@@ -276,6 +278,27 @@ def test_detach_hidden_through_local_base_class_and_layer_loop():
         "x = block(x).detach()",
         "x = self.norm(x).detach()",
     ]
+
+
+def test_detach_hidden_cuts_each_layer_once():
+    source = """
+    from torch import nn
+    import torch.nn.functional as F
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2, self.fc3 = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 2)
+            self.dropout = nn.Dropout(0.2)
+        def forward(self, x):
+            x = F.relu(self.fc1(x))
+            x = self.dropout(x)
+            x = F.relu(self.fc2(x))
+            x = self.dropout(x)
+            return self.fc3(x)
+    """
+    # The dropout lines would cut the same layers as the lines above them.
+    lines = [changed_lines(m)[-1] for m in mutants(source, "detach_hidden")]
+    assert lines == ["x = F.relu(self.fc1(x)).detach()", "x = F.relu(self.fc2(x)).detach()"]
 
 
 def test_gradient_category_holds_the_specified_operators():
