@@ -1,1 +1,384 @@
-"""device bugs."""
+"""Device bugs: a batch's inputs, its targets or the model left on the CPU.
+
+On a CPU run every mutant here behaves like the original; on a GPU run the first forward
+(or the loss) raises a device-mismatch error. The catalog shows both, per device.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from mutations.mode import _is_model, _target_names
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.patterns import dotted_name, method_name
+
+_DTYPES = frozenset(
+    {
+        "float",
+        "float16",
+        "float32",
+        "float64",
+        "half",
+        "double",
+        "bfloat16",
+        "long",
+        "int",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "short",
+        "bool",
+        "uint8",
+        "complex64",
+        "cfloat",
+    }
+)
+_DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
+
+
+def _is_device_move(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """``t.to(device)``, ``t.to(device=d, non_blocking=True)``, ``t.cuda()``; not a dtype cast."""
+    if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
+        return False
+    method = method_name(expr)
+    if method == "cuda":
+        return True
+    if method != "to" or not expr.args:
+        return False
+    positional = [arg for arg in expr.args if arg.keyword is None]
+    keywords = {arg.keyword.value for arg in expr.args if arg.keyword is not None}
+    if any(arg.star for arg in expr.args) or len(positional) > 1 or keywords - _DEVICE_KEYWORDS:
+        return False
+    if positional:
+        target = dotted_name(positional[0].value)
+        # x.to(torch.float32) is a cast, not a move
+        return target is None or target.rsplit(".", 1)[-1] not in _DTYPES
+    return "device" in keywords
+
+
+def _receiver(move: cst.Call) -> cst.BaseExpression:
+    assert isinstance(move.func, cst.Attribute)
+    return move.func.value
+
+
+# -- is a variable a batch's input or its target? ----------------------------------------------
+
+_TARGET_WORDS = frozenset(
+    {"y", "yb", "ys", "label", "labels", "target", "targets", "tgt", "tgts", "gt", "truth"}
+)
+_INPUT_WORDS = frozenset(
+    {
+        "x",
+        "xb",
+        "xs",
+        "input",
+        "inputs",
+        "image",
+        "images",
+        "img",
+        "imgs",
+        "data",
+        "feature",
+        "features",
+        "feats",
+        "src",
+        "tokens",
+        "ids",
+        "pixel",
+        "seq",
+        "seqs",
+    }
+)
+
+
+def _words(name: str) -> set[str]:
+    """``input_ids`` -> {input, ids}; ``batchX`` -> {batch, x}."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return {word.lower() for word in re.split(r"[_\W]+", spaced) if word}
+
+
+def _role_by_name(name: str) -> str | None:
+    words = _words(name)
+    is_target, is_input = bool(words & _TARGET_WORDS), bool(words & _INPUT_WORDS)
+    if is_target != is_input:
+        return "target" if is_target else "input"
+    return None
+
+
+def _role_by_loop(name: str, ctx: Context) -> str | None:
+    """``for a, b in loader`` / ``for i, (a, b) in enumerate(loader)``: a is input, b target."""
+    for loop in ctx.nodes(cst.For):
+        pair = loop.target
+        if (
+            isinstance(pair, cst.Tuple)
+            and len(pair.elements) == 2
+            and isinstance(pair.elements[1].value, cst.Tuple)
+            and isinstance(loop.iter, cst.Call)
+            and dotted_name(loop.iter.func) == "enumerate"
+        ):
+            pair = pair.elements[1].value
+        if isinstance(pair, cst.Tuple) and len(pair.elements) == 2:
+            names = [dotted_name(element.value) for element in pair.elements]
+            if name in names:
+                return "input" if names.index(name) == 0 else "target"
+    return None
+
+
+def _role(expr: cst.BaseExpression, ctx: Context) -> str | None:
+    """ "input"/"target" for a batch variable (``x``, ``labels``, ``batch["labels"]``)."""
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            return _role_by_name(str(index.value.evaluated_value))
+        return None
+    name = dotted_name(expr)
+    if name is None or "." in name:
+        return None
+    return _role_by_name(name) or _role_by_loop(name, ctx)
+
+
+# -- the batch operators -------------------------------------------------------------------
+
+
+def _element_roles(assign: cst.Assign, ctx: Context) -> list[tuple[int, str | None]]:
+    """For ``a, b = a.to(d), b.to(d)``: (index, role) of each element moved to a device."""
+    target, value = assign.targets[0].target, assign.value
+    if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple):
+        if len(target.elements) != len(value.elements):
+            return []
+        pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+    else:
+        pairs = [(target, value)]
+    roles = []
+    for index, (bound, moved) in enumerate(pairs):
+        if _is_device_move(moved, ctx):
+            roles.append((index, _role(bound, ctx) or _role(_receiver(moved), ctx)))
+    return roles
+
+
+def _without_element(tuple_node: cst.Tuple, index: int) -> cst.BaseExpression:
+    """``(a, b, c)`` without element ``index``; a lone survivor stands unparenthesised."""
+    elements = [e for i, e in enumerate(tuple_node.elements) if i != index]
+    if len(elements) == 1:
+        return elements[0].value
+    elements[-1] = elements[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return tuple_node.with_changes(elements=elements)
+
+
+class _DropBatchToDevice(Operator):
+    """Shared logic: drop the device move of one batch variable of a given role."""
+
+    role = ""
+    node_types = (cst.Assign, cst.Call)
+
+    def _assign_index(self, node: cst.Assign, ctx: Context) -> int | None:
+        if len(node.targets) != 1:
+            return None
+        return next((index for index, role in _element_roles(node, ctx) if role == self.role), None)
+
+    def _is_assigned(self, call: cst.Call, ctx: Context) -> bool:
+        """Is this move an assignment's value (or one element of it)? The Assign is the site."""
+        parent = ctx.parent(call)
+        if isinstance(parent, cst.Element):
+            parent = ctx.parent(ctx.parent(parent))
+        return isinstance(parent, cst.Assign)
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if isinstance(node, cst.Assign):
+            return self._assign_index(node, ctx) is not None
+        assert isinstance(node, cst.Call)
+        return (
+            _is_device_move(node, ctx)
+            and not self._is_assigned(node, ctx)
+            and _role(_receiver(node), ctx) == self.role
+        )
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
+        if isinstance(node, cst.Call):
+            return _receiver(node)  # model(x.to(device)) -> model(x)
+        assert isinstance(node, cst.Assign)
+        index = self._assign_index(node, ctx)
+        assert index is not None
+        target, value = node.targets[0].target, node.value
+        if not isinstance(value, cst.Tuple):
+            assert isinstance(value, cst.Call)
+            if dotted_name(target) == dotted_name(_receiver(value)):
+                return cst.RemoveFromParent()  # x = x.to(device)
+            return node.with_changes(value=_receiver(value))
+        assert isinstance(target, cst.Tuple)
+        moved = value.elements[index].value
+        assert isinstance(moved, cst.Call)
+        if dotted_name(target.elements[index].value) == dotted_name(_receiver(moved)):
+            # x, y = x.to(device), y.to(device) -> y = y.to(device)
+            return node.with_changes(
+                targets=[node.targets[0].with_changes(target=_without_element(target, index))],
+                value=_without_element(value, index),
+            )
+        elements = list(value.elements)
+        elements[index] = elements[index].with_changes(value=_receiver(moved))
+        return node.with_changes(value=value.with_changes(elements=elements))
+
+
+class DropInputToDevice(_DropBatchToDevice):
+    """Leave the batch inputs where the loader put them: drop ``x = x.to(device)`` (or the
+    input's part of ``x, y = x.to(device), y.to(device)``, or ``model(x.to(device))``).
+
+    Bug: the model is on the accelerator, its inputs stay on the CPU. Impact: on a GPU the
+    first forward raises "Expected all tensors to be on the same device" (a crash, not a
+    silent error); on a CPU-only run nothing changes, which is exactly why the bug ships
+    from a laptop. The role comes from the name (``x``, ``inputs``, ``images``,
+    ``input_ids``) or, failing that, from the loop (``for a, b in loader``: ``a``). Fix:
+    move every tensor of the batch with the model's device (``x = x.to(device)``). Check:
+    a GPU run (or a smoke test with ``device="meta"``); assert
+    ``x.device == next(model.parameters()).device`` in the training step.
+    """
+
+    name = "drop_input_to_device"
+    category = "device"
+    summary = "Do not move the batch inputs to the device (crash on GPU, no effect on CPU)."
+    expected = "silent"
+    role = "input"
+    examples = (
+        Example(
+            before="for x, y in loader:\n    x, y = x.to(device), y.to(device)\n",
+            after="for x, y in loader:\n    y = y.to(device)\n",
+        ),
+        Example(
+            before="for data, target in loader:\n    data = data.cuda()\n    target = target.cuda()\n",
+            after="for data, target in loader:\n    target = target.cuda()\n",
+        ),
+        Example(
+            before="for a, b in loader:\n    out = model(a.to(device, non_blocking=True))\n",
+            after="for a, b in loader:\n    out = model(a)\n",
+        ),
+        Example(
+            before="ids = batch['input_ids'].to(self.device)\n",
+            after="ids = batch['input_ids']\n",
+        ),
+    )
+    non_examples = (
+        "x = x.to(torch.float32)\n",
+        "model = model.to(device)\n",
+        "y = y.to(device)\n",
+        "x = x.to(device, dtype=torch.float16)\n",
+    )
+
+
+class DropTargetToDevice(_DropBatchToDevice):
+    """Leave the batch targets on the CPU: drop ``y = y.to(device)`` (or the target's part of
+    ``x, y = x.to(device), y.to(device)``, or ``criterion(out, y.to(device))``).
+
+    Bug: the model and its outputs are on the accelerator, the labels are not. Impact: on a
+    GPU the loss raises a device-mismatch error (crash) at the first step; on a CPU-only run
+    nothing changes. The role comes from the name (``y``, ``labels``, ``targets``) or from
+    the loop (``for a, b in loader``: ``b``). Fix: move the targets with the inputs
+    (``x, y = x.to(device), y.to(device)``). Check: a GPU run, or a smoke test on the
+    ``meta`` device; assert ``y.device == logits.device`` before the loss.
+    """
+
+    name = "drop_target_to_device"
+    category = "device"
+    summary = "Do not move the batch targets to the device (crash on GPU, no effect on CPU)."
+    expected = "silent"
+    role = "target"
+    examples = (
+        Example(
+            before="for x, y in loader:\n    x, y = x.to(device), y.to(device)\n",
+            after="for x, y in loader:\n    x = x.to(device)\n",
+        ),
+        Example(
+            before="for i, (inp, lab) in enumerate(loader):\n    loss = crit(model(inp), lab.cuda())\n",
+            after="for i, (inp, lab) in enumerate(loader):\n    loss = crit(model(inp), lab)\n",
+        ),
+        Example(
+            before="images, labels = batch[0].to(device), batch[1].to(device)\n",
+            after="images, labels = batch[0].to(device), batch[1]\n",
+        ),
+    )
+    non_examples = (
+        "x = x.to(device)\n",
+        "labels = labels.to(torch.long)\n",
+        "y = y.to(device=device, dtype=torch.float32)\n",
+    )
+
+
+class DropModelToDevice(Operator):
+    """Leave the model on the CPU: ``model = Net().to(device)`` -> ``model = Net()``, and
+    ``model.to(device)`` / ``model = model.to(device)`` deleted.
+
+    Bug: the batches are moved to the accelerator but the parameters are not. Impact: on a
+    GPU the first forward raises a device-mismatch error; on a CPU-only run nothing
+    changes. (Built after the optimizer, a later ``.to()`` would also leave the optimizer
+    tracking the right tensors, since ``Module.to`` moves in place, so only the missing move
+    matters.) Losses such as ``nn.CrossEntropyLoss(weight=w).to(device)`` are not sites.
+    Fix: ``model.to(device)`` right after building it, before creating the optimizer.
+    Check: a GPU run; assert ``next(model.parameters()).device == x.device`` in the step.
+    """
+
+    name = "drop_model_to_device"
+    category = "device"
+    summary = "Do not move the model to the device (crash on GPU, no effect on CPU)."
+    expected = "silent"
+    node_types = (cst.Assign, cst.Expr)
+    examples = (
+        Example(
+            before=(
+                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
+                "net = Net().to(device)\nopt = make_opt(net)\n"
+            ),
+            after=(
+                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
+                "net = Net()\nopt = make_opt(net)\n"
+            ),
+        ),
+        Example(
+            before="def main(model, device):\n    model.cuda()\n    fit(model)\n",
+            after="def main(model, device):\n    fit(model)\n",
+        ),
+        Example(
+            before=(
+                "class T:\n    def __init__(self, model, device):\n"
+                "        self.model = model.to(device)\n"
+            ),
+            after="class T:\n    def __init__(self, model, device):\n        self.model = model\n",
+        ),
+        Example(
+            before="model = build_model(cfg)\nmodel = model.to(args.device)\n",
+            after="model = build_model(cfg)\n",
+        ),
+    )
+    non_examples = (
+        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(weight=w).to(device)\n",
+        "x = x.to(device)\n",
+        "trainer.to(device)\n",
+        "model = model.to(torch.float16)\n",
+    )
+
+    def _move(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:
+        if isinstance(node, cst.Assign):
+            if len(node.targets) != 1 or len(list(_target_names(node.targets[0].target))) != 1:
+                return None
+        elif not isinstance(node, cst.Expr):
+            return None
+        value = node.value
+        if not isinstance(value, cst.Call) or not _is_device_move(value, ctx):
+            return None
+        return value if _is_model(_receiver(value), ctx) else None
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._move(node, ctx) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
+        move = self._move(node, ctx)
+        assert move is not None
+        receiver = _receiver(move)
+        if isinstance(node, cst.Expr):
+            return cst.RemoveFromParent()
+        assert isinstance(node, cst.Assign)
+        if dotted_name(node.targets[0].target) == dotted_name(receiver):
+            return cst.RemoveFromParent()
+        return node.with_changes(value=receiver)
