@@ -1,0 +1,165 @@
+"""``trainwreck bench export DIR``: a self-contained benchmark bundle.
+
+Layout (written to a staging folder next to DIR, then renamed into place, so DIR is
+either absent or complete)::
+
+    DIR/README.md             what is here and how to score against it
+    DIR/index.parquet         one row per case (also index.csv)
+    DIR/ground_truth.jsonl    one object per mutant: operators, categories, lines...
+    DIR/clean/<loop>.py       the unmutated reference loops
+    DIR/mutants/<loop>/<n>_<operator>.py
+    DIR/traces/<run key>/{result.json,trace.jsonl}   stored runs, when there are any
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.bench.corpus import Case, run_cases, source_cases
+from experiments.trace import RESULT_FILE, TRACE_FILE
+
+README = """# trainwreck detector benchmark bundle
+
+Known training bugs ("mutants") of correct PyTorch training loops, with ground truth,
+for evaluating bug detectors without installing trainwreck.
+
+- `clean/<loop>.py`: the unmutated reference loops (a detector should report nothing).
+- `mutants/<loop>/*.py`: one injected bug per file.
+- `ground_truth.jsonl`: per mutant file: `identity`, `operators`, `categories`, `lines`
+  (lines of the original that changed) and `mutant_lines` (the same places in the mutant).
+- `traces/<key>/`: stored runs (`result.json`: status, operators, categories, seed...;
+  `trace.jsonl`: losses per backward(), optimizer steps with gradient norm and update
+  ratio, forward-mode counters, reported validation metrics), when the bundle has runs.
+- `index.parquet` / `index.csv`: one row per case (`kind` = clean | mutant | run).
+
+Scoring as trainwreck does it: detection rate = mutants with a finding / mutants;
+false-positive rate = clean scripts (or clean runs, per seed) with a finding;
+localization = detected mutants with a finding line in `mutant_lines`; category
+accuracy = detected mutants with a finding of one of `categories`. Categories: {categories}.
+
+Operators in this bundle: {operators}.
+"""
+
+
+def export_bundle(
+    out: Path, loops: Sequence[Path], results_dir: Path | None = None, epochs: int = 1
+) -> dict[str, Any]:
+    """Write the bundle to ``out`` atomically; returns counts. ``out`` must not exist or be empty."""
+    out = out.resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out} exists and is not an empty folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        cases, problems = source_cases(loops, epochs=epochs)
+        runs = run_cases(results_dir) if results_dir is not None else []
+        index = _write_sources(staging, cases) + _write_runs(staging, runs)
+        _write_index(staging, index)
+        operators = sorted({op for case in cases for op in case.truth.operators})
+        from mutator.operator import CATEGORIES
+
+        readme = README.format(
+            categories=", ".join(CATEGORIES), operators=", ".join(operators) or "none"
+        )
+        if problems:
+            readme += "\nOperators that failed while building this bundle:\n\n"
+            readme += "".join(f"- {problem}\n" for problem in problems)
+        (staging / "README.md").write_text(readme, encoding="utf-8")
+        if out.exists():
+            out.rmdir()
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    kinds = [row["kind"] for row in index]
+    return {kind: kinds.count(kind) for kind in ("clean", "mutant", "run")} | {
+        "problems": len(problems)
+    }
+
+
+def _write_sources(root: Path, cases: list[Case]) -> list[dict[str, Any]]:
+    rows = []
+    counters: dict[str, int] = {}
+    with open(root / "ground_truth.jsonl", "w", encoding="utf-8") as truth_file:
+        for case in cases:
+            assert case.script is not None
+            truth = case.truth
+            if truth.clean:
+                relative = Path("clean") / f"{case.loop}.py"
+                kind = "clean"
+            else:
+                counters[case.loop] = counters.get(case.loop, 0) + 1
+                name = f"{counters[case.loop]:04d}_{'+'.join(truth.operators)}.py"
+                relative = Path("mutants") / case.loop / name
+                kind = "mutant"
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_text(case.script.source, encoding="utf-8")
+            row = {
+                "kind": kind,
+                "path": str(relative),
+                "loop": case.loop,
+                "identity": truth.identity,
+                "operators": list(truth.operators),
+                "categories": list(truth.categories),
+                "lines": list(truth.lines),
+                "mutant_lines": list(truth.mutant_lines),
+                "seed": None,
+                "status": None,
+            }
+            if kind == "mutant":
+                truth_file.write(json.dumps(row) + "\n")
+            rows.append(row)
+    return rows
+
+
+def _write_runs(root: Path, runs: list[Case]) -> list[dict[str, Any]]:
+    rows = []
+    for case in runs:
+        assert case.run_folder is not None
+        key = str(case.result.get("key") or case.run_folder.name)
+        target = root / "traces" / key
+        target.mkdir(parents=True, exist_ok=True)
+        for name in (RESULT_FILE, TRACE_FILE):
+            if (case.run_folder / name).exists():
+                shutil.copyfile(case.run_folder / name, target / name)
+        truth = case.truth
+        rows.append(
+            {
+                "kind": "run",
+                "path": str(Path("traces") / key),
+                "loop": case.loop,
+                "identity": truth.identity,
+                "operators": list(truth.operators),
+                "categories": list(truth.categories),
+                "lines": list(truth.lines),
+                "mutant_lines": list(truth.mutant_lines),
+                "seed": case.seed,
+                "status": case.result.get("status"),
+            }
+        )
+    return rows
+
+
+def _write_index(root: Path, rows: list[dict[str, Any]]) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=list(rows[0].keys()) if rows else ["kind", "path"])
+    frame["seed"] = (
+        frame.get("seed", pd.Series(dtype="float")).astype("Int64")
+        if len(frame)
+        else frame.get("seed")
+    )
+    frame.to_parquet(root / "index.parquet", index=False)
+    flat = frame.copy()
+    for column in ("operators", "categories", "lines", "mutant_lines"):
+        if column in flat:
+            flat[column] = flat[column].map(
+                lambda v: " ".join(map(str, v)) if isinstance(v, list) else ""
+            )
+    flat.to_csv(root / "index.csv", index=False)
