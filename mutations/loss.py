@@ -1,1 +1,1562 @@
-"""loss bugs."""
+"""Loss bugs: the wrong loss, the right loss fed the wrong tensors, the wrong reduction.
+
+The first half of this module holds the recognisers these operators share with
+``mutations.numerics`` (which loss a call computes, what a criterion name holds, how
+to spell ``F`` or ``torch`` in the script at hand). They are private here until the
+engine grows equivalents; see the note on ``_qualified``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param, Replacement
+from mutator.patterns import dotted_name, find_arg, method_name, number_value, with_keyword
+
+LOSS_CLASSES = (
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "MSELoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "KLDivLoss",
+    "PoissonNLLLoss",
+)
+FUNCTIONAL_LOSSES = {
+    "cross_entropy": "CrossEntropyLoss",
+    "nll_loss": "NLLLoss",
+    "mse_loss": "MSELoss",
+    "l1_loss": "L1Loss",
+    "smooth_l1_loss": "SmoothL1Loss",
+    "huber_loss": "HuberLoss",
+    "binary_cross_entropy": "BCELoss",
+    "binary_cross_entropy_with_logits": "BCEWithLogitsLoss",
+    "kl_div": "KLDivLoss",
+    "poisson_nll_loss": "PoissonNLLLoss",
+}
+CLASS_INDEX_LOSSES = frozenset({"CrossEntropyLoss", "NLLLoss"})
+# Elementwise losses between two same-shaped tensors: they broadcast mismatched shapes.
+REGRESSION_LOSSES = frozenset({"MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss"})
+BINARY_LOSSES = frozenset({"BCELoss", "BCEWithLogitsLoss"})
+
+_NO_SPACE = cst.SimpleWhitespace("")
+_SPACE = cst.SimpleWhitespace(" ")
+
+
+# -- names: what a dotted name means, and how to spell a module here ----------------------
+
+
+@dataclass(frozen=True)
+class _Binding:
+    local: str  # the name the import binds: ``F``, ``nn``, ``CrossEntropyLoss``
+    qualified: str  # what it stands for: ``torch.nn.functional``
+    statement: cst.Import | cst.ImportFrom
+    at_module_level: bool
+
+
+@dataclass(frozen=True)
+class _Imports:
+    bindings: tuple[_Binding, ...]
+    star_modules: tuple[str, ...]
+    local_definitions: frozenset[str]  # functions and classes the script defines itself
+
+
+_IMPORTS: weakref.WeakKeyDictionary[Context, _Imports] = weakref.WeakKeyDictionary()
+
+
+def _imports(ctx: Context) -> _Imports:
+    cached = _IMPORTS.get(ctx)
+    if cached is not None:
+        return cached
+    bindings: list[_Binding] = []
+    stars: list[str] = []
+    for statement in [*ctx.nodes(cst.Import), *ctx.nodes(cst.ImportFrom)]:
+        line = ctx.parent(statement)
+        at_top = line is not None and isinstance(ctx.parent(line), cst.Module)
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                full = dotted_name(alias.name) or ""
+                if alias.asname is not None:
+                    local = alias.asname.name.value  # type: ignore[union-attr]
+                    bindings.append(_Binding(local, full, statement, at_top))
+                else:  # ``import torch.nn`` binds ``torch``
+                    head = full.split(".")[0]
+                    bindings.append(_Binding(head, head, statement, at_top))
+            continue
+        module = dotted_name(statement.module) if statement.module is not None else None
+        if statement.relative or module is None:
+            continue
+        if isinstance(statement.names, cst.ImportStar):
+            stars.append(module)
+            continue
+        for alias in statement.names:
+            name = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
+            bindings.append(_Binding(local, f"{module}.{name}", statement, at_top))
+    defined = frozenset(
+        node.name.value for kind in (cst.FunctionDef, cst.ClassDef) for node in ctx.nodes(kind)
+    )
+    result = _Imports(tuple(bindings), tuple(stars), defined)
+    _IMPORTS[ctx] = result
+    return result
+
+
+def _qualified(expr: cst.BaseExpression, ctx: Context) -> set[str]:
+    """Fully qualified names of a Name/Attribute, aliases resolved.
+
+    Asks the engine first. ``Context.qualified_names`` currently fails on libcst >= 1.2,
+    whose QualifiedNameProvider stores lazy values (TypeError: 'LazyValue' object is not
+    iterable), so this falls back to resolving the head of the dotted name through the
+    script's own imports, which covers every spelling training scripts use.
+    """
+    try:
+        names = ctx.qualified_names(expr)
+    except TypeError:
+        names = set()
+    if names:
+        return names
+    dotted = dotted_name(expr)
+    if dotted is None:
+        return set()
+    head, _, rest = dotted.partition(".")
+    imports = _imports(ctx)
+    found = {
+        f"{binding.qualified}.{rest}" if rest else binding.qualified
+        for binding in imports.bindings
+        if binding.local == head
+    }
+    if found:
+        return found
+    if head in imports.local_definitions:
+        return {f"<local>.{dotted}"}
+    return {f"{module}.{dotted}" for module in imports.star_modules}
+
+
+def _refers_to(expr: cst.BaseExpression, ctx: Context, wanted: Collection[str]) -> bool:
+    """Does ``expr`` name one of ``wanted``? Falls back to the last name when nothing resolves
+    (``nn`` or ``F`` handed in from elsewhere), as ``mutator.patterns.qualified_or_tail`` does."""
+    resolved = _qualified(expr, ctx)
+    if resolved:
+        return bool(resolved & set(wanted))
+    dotted = dotted_name(expr)
+    if dotted is None or dotted.startswith("self."):  # ``self.dropout`` is a module, not F's
+        return False
+    return dotted.rsplit(".", 1)[-1] in {name.rsplit(".", 1)[-1] for name in wanted}
+
+
+def _resolves_under(expr: cst.BaseExpression, ctx: Context, prefix: str) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for name in _qualified(expr, ctx))
+
+
+def _module_alias(ctx: Context, module: str) -> str | None:
+    """How this script spells ``module`` at top level: ``F``, ``nn.functional``, ``torch.nn``."""
+    best: tuple[int, int, str] | None = None
+    for binding in _imports(ctx).bindings:
+        if not binding.at_module_level:
+            continue
+        if binding.qualified == module:
+            spelling = binding.local
+        elif module.startswith(binding.qualified + "."):
+            spelling = binding.local + module[len(binding.qualified) :]
+        else:
+            continue
+        # The most specific import wins (``F`` over ``torch.nn.functional``), then the shortest.
+        rank = (-len(binding.qualified), len(spelling), spelling)
+        if best is None or rank < best:
+            best = rank
+    return best[2] if best is not None else None
+
+
+def _import_from_binding(name: cst.Name, ctx: Context) -> _Binding | None:
+    for binding in _imports(ctx).bindings:
+        if binding.local == name.value and isinstance(binding.statement, cst.ImportFrom):
+            return binding
+    return None
+
+
+def _with_imported_name(statement: cst.ImportFrom, name: str) -> cst.ImportFrom:
+    """``from m import a`` -> ``from m import a, name``, keeping a trailing-comma layout."""
+    names = list(statement.names)  # type: ignore[arg-type]
+    last = names[-1]
+    if isinstance(last.comma, cst.Comma):  # one name per line: reuse the separator in use
+        separator = names[-2].comma if len(names) > 1 else cst.Comma(whitespace_after=_SPACE)
+    else:
+        separator = cst.Comma(whitespace_after=_SPACE)
+    names[-1] = last.with_changes(comma=separator)
+    names.append(cst.ImportAlias(name=cst.Name(name), comma=last.comma))
+    return statement.with_changes(names=names)
+
+
+def _renamed_callee(
+    func: cst.BaseExpression, ctx: Context, new_name: str
+) -> tuple[cst.BaseExpression, dict[cst.CSTNode, Replacement]] | None:
+    """The callee spelled for ``new_name`` from the same module (``nn.MSELoss`` for
+    ``nn.CrossEntropyLoss``), plus the import edit a bare name needs; None if unsure."""
+    if isinstance(func, cst.Attribute):
+        return func.with_changes(attr=cst.Name(new_name)), {}
+    if not isinstance(func, cst.Name):
+        return None
+    binding = _import_from_binding(func, ctx)
+    if binding is None:
+        star = any(
+            f"{module}.{func.value}" in _qualified(func, ctx)
+            for module in _imports(ctx).star_modules
+        )
+        return (cst.Name(new_name), {}) if star else None
+    module = binding.qualified.rsplit(".", 1)[0]
+    for other in _imports(ctx).bindings:
+        if other.qualified == f"{module}.{new_name}" and other.at_module_level:
+            return cst.Name(other.local), {}
+    statement = binding.statement
+    assert isinstance(statement, cst.ImportFrom)
+    return cst.Name(new_name), {statement: _with_imported_name(statement, new_name)}
+
+
+# -- expressions: building small pieces of natural-looking code ---------------------------
+
+
+def _atomic(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` safe as the receiver of ``.method()``: parenthesised unless it binds tightly."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    equal = cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
+    return cst.Arg(value=value, keyword=cst.Name(name), equal=equal)
+
+
+def _method_call(receiver: cst.BaseExpression, method: str, *args: cst.Arg) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=_atomic(receiver), attr=cst.Name(method)), args=args)
+
+
+def _function_call(function: str, *args: cst.Arg) -> cst.Call:
+    return cst.Call(func=cst.parse_expression(function), args=args)
+
+
+def _number(value: float) -> cst.BaseExpression:
+    """A literal as a person writes it: ``0.9``, ``1e-16``, ``-1`` (``1e-08`` becomes ``1e-8``)."""
+    if isinstance(value, int):
+        literal: cst.BaseExpression = cst.Integer(str(abs(value)))
+    else:
+        text = repr(abs(float(value)))
+        if "e" in text:
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa.removesuffix('.0')}e{int(exponent)}"
+        literal = cst.Float(text)
+    if value < 0:
+        return cst.UnaryOperation(operator=cst.Minus(), expression=literal)
+    return literal
+
+
+# Tensor methods that only view or re-type a tensor: safe to evaluate twice.
+_VIEW_METHODS = frozenset(
+    {"view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "contiguous"}
+    | {"size", "float", "long", "t", "detach"}
+)
+
+
+def _is_pure(expr: cst.BaseExpression) -> bool:
+    """Cheap and side-effect free, so repeating it (``logits.size(-1)``) is harmless."""
+    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _is_pure(expr.value)
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_pure(expr.expression)
+    if isinstance(expr, cst.Subscript):
+        return _is_pure(expr.value) and all(
+            isinstance(element.slice, cst.Index) and _is_pure(element.slice.value)
+            for element in expr.slice
+        )
+    if isinstance(expr, cst.Call):
+        return (
+            isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in _VIEW_METHODS
+            and _is_pure(expr.func.value)
+            and all(_is_pure(arg.value) for arg in expr.args)
+        )
+    return False
+
+
+def _fresh_name(ctx: Context, near: cst.CSTNode, candidates: Iterable[str]) -> str | None:
+    """The first candidate that no name in the enclosing function (or module) uses yet."""
+    scope = ctx.enclosing_function(near) or ctx.module
+    used = {name.value for name in ctx.nodes_within(scope, cst.Name)}
+    return next((name for name in candidates if name not in used), None)
+
+
+def _without_element(call: cst.Call, target: cst.Arg) -> cst.Call:
+    """``call`` without one argument, keeping one-per-line layouts and trailing commas."""
+    args = list(call.args)
+    index = next(i for i, arg in enumerate(args) if arg is target)
+    if index == len(args) - 1 and index > 0:
+        args[index - 1] = args[index - 1].with_changes(comma=target.comma)
+    del args[index]
+    return call.with_changes(args=args)
+
+
+def _overlap(first: Iterable[cst.CSTNode], second: Iterable[cst.CSTNode], ctx: Context) -> bool:
+    """Would two sets of edits touch the same code (one node inside another)?"""
+    return any(ctx.within(a, b) or ctx.within(b, a) for a in first for b in list(second))
+
+
+def _inside_nested_scope(node: cst.CSTNode, statement: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``node`` inside a comprehension or lambda within ``statement``?"""
+    nested = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda)
+    for ancestor in ctx.ancestors(node):
+        if ancestor is statement:
+            return False
+        if isinstance(ancestor, nested):
+            return True
+    return False
+
+
+# -- bindings: what a criterion name holds -------------------------------------------------
+
+
+def _binding_key(expr: cst.BaseExpression) -> tuple[str, str] | None:
+    """Names this module tracks: plain names and ``self.<attr>``."""
+    if isinstance(expr, cst.Name):
+        return ("name", expr.value)
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self"
+    ):
+        return ("self", expr.attr.value)
+    return None
+
+
+_ASSIGNMENTS: weakref.WeakKeyDictionary[
+    Context, list[tuple[tuple[str, str], cst.BaseExpression, cst.CSTNode]]
+] = weakref.WeakKeyDictionary()
+
+
+def _assignments(ctx: Context) -> list[tuple[tuple[str, str], cst.BaseExpression, cst.CSTNode]]:
+    cached = _ASSIGNMENTS.get(ctx)
+    if cached is not None:
+        return cached
+    found = []
+    for node in ctx.nodes(cst.Assign):
+        for target in node.targets:
+            key = _binding_key(target.target)
+            if key is not None:
+                found.append((key, node.value, node))
+    for node in ctx.nodes(cst.AnnAssign):
+        key = _binding_key(node.target)
+        if key is not None and node.value is not None:
+            found.append((key, node.value, node))
+    _ASSIGNMENTS[ctx] = found
+    return found
+
+
+def _parameter_index(function: cst.FunctionDef, name: str) -> tuple[int | None, bool] | None:
+    """(position among positional parameters or None, is keyword-capable) of ``name``."""
+    positional = [*function.params.posonly_params, *function.params.params]
+    for index, param in enumerate(positional):
+        if param.name.value == name:
+            return index, True
+    if any(param.name.value == name for param in function.params.kwonly_params):
+        return None, True
+    return None
+
+
+def _argument_values(
+    function: cst.FunctionDef, name: str, ctx: Context
+) -> list[tuple[cst.BaseExpression, cst.CSTNode]]:
+    """What callers pass for parameter ``name`` of ``function`` (one level, this module)."""
+    where = _parameter_index(function, name)
+    if where is None:
+        return []
+    index, _ = where
+    owner = ctx.parent(ctx.parent(function))  # FunctionDef -> IndentedBlock -> ClassDef
+    is_method = isinstance(owner, cst.ClassDef)
+    if is_method and index is not None:
+        index -= 1  # ``self`` is bound, callers do not pass it
+    found = []
+    for call in ctx.nodes(cst.Call):
+        if is_method and function.name.value == "__init__":
+            calls_it = isinstance(call.func, cst.Name) and call.func.value == owner.name.value  # type: ignore[union-attr]
+        elif is_method:
+            calls_it = method_name(call) == function.name.value
+        else:
+            calls_it = isinstance(call.func, cst.Name) and call.func.value == function.name.value
+        if not calls_it:
+            continue
+        arg = find_arg(call, keyword=name, position=index)
+        if arg is not None:
+            found.append((arg.value, call))
+    return found
+
+
+def _values_of(
+    expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode, depth: int = 0
+) -> list[cst.BaseExpression]:
+    """What a name or ``self.<attr>`` may hold at ``at``: the values assigned to it, followed
+    through function parameters and plain renames (``self.criterion = criterion``)."""
+    key = _binding_key(expr)
+    if key is None or depth > 4:
+        return []
+    candidates = [(value, node) for k, value, node in _assignments(ctx) if k == key]
+    if key[0] == "self":
+        here_class = ctx.enclosing(at, cst.ClassDef)
+        same_class = [(v, n) for v, n in candidates if ctx.enclosing(n, cst.ClassDef) is here_class]
+        candidates = same_class or candidates
+    else:
+        function = ctx.enclosing_function(at)
+        local = [(v, n) for v, n in candidates if ctx.enclosing_function(n) is function]
+        if local:
+            candidates = local
+        elif function is not None and _parameter_index(function, key[1]) is not None:
+            candidates = _argument_values(function, key[1], ctx) or candidates
+    values = []
+    for value, node in candidates:
+        if _binding_key(value) is not None:
+            values.extend(_values_of(value, ctx, node, depth + 1))
+        else:
+            values.append(value)
+    return values
+
+
+# -- losses: constructors, criterion calls, functional calls -------------------------------
+
+_FUNCTIONAL = {f"torch.nn.functional.{name}" for name in FUNCTIONAL_LOSSES}
+
+
+def _nn_class(call: cst.BaseExpression, ctx: Context, classes: Collection[str]) -> str | None:
+    """Which of ``classes`` (torch.nn class names) the call constructs, if any."""
+    if not isinstance(call, cst.Call):
+        return None
+    wanted = {
+        f"{module}.{name}"
+        for name in classes
+        for module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.loss")
+    }
+    if not _refers_to(call.func, ctx, wanted):
+        return None
+    dotted = dotted_name(call.func) or ""
+    for name in _qualified(call.func, ctx) | {dotted}:
+        tail = name.rsplit(".", 1)[-1]
+        if tail in classes:
+            return tail
+    return None
+
+
+def loss_constructor_kind(call: cst.CSTNode, ctx: Context) -> str | None:
+    """``CrossEntropyLoss`` for ``nn.CrossEntropyLoss(...)`` (any alias), else None."""
+    if not isinstance(call, cst.Call):
+        return None
+    return _nn_class(call, ctx, LOSS_CLASSES)
+
+
+def functional_loss_kind(call: cst.CSTNode, ctx: Context) -> str | None:
+    """``CrossEntropyLoss`` for ``F.cross_entropy(...)`` (any alias), else None."""
+    if not isinstance(call, cst.Call) or not _refers_to(call.func, ctx, _FUNCTIONAL):
+        return None
+    tail = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+    for name in _qualified(call.func, ctx) | {tail}:
+        kind = FUNCTIONAL_LOSSES.get(name.rsplit(".", 1)[-1])
+        if kind is not None:
+            return kind
+    return None
+
+
+def module_constructors(
+    func: cst.BaseExpression, ctx: Context, at: cst.CSTNode, classes: Collection[str]
+) -> list[cst.Call]:
+    """The ``nn.<Class>(...)`` constructors among ``classes`` that ``func`` (a called name,
+    ``self.<attr>`` or an inline constructor) may hold."""
+    if isinstance(func, cst.Call):
+        return [func] if _nn_class(func, ctx, classes) else []
+    return [
+        value
+        for value in _values_of(func, ctx, at)
+        if isinstance(value, cst.Call) and _nn_class(value, ctx, classes)
+    ]
+
+
+def loss_call_kind(call: cst.CSTNode, ctx: Context) -> str | None:
+    """Which loss a call computes: ``F.cross_entropy(a, b)``, ``criterion(a, b)`` where
+    ``criterion`` holds ``nn.CrossEntropyLoss()``, or ``nn.MSELoss()(a, b)``."""
+    if not isinstance(call, cst.Call) or not call.args:
+        return None
+    functional = functional_loss_kind(call, ctx)
+    if functional is not None:
+        return functional
+    kinds = {
+        loss_constructor_kind(constructor, ctx)
+        for constructor in module_constructors(call.func, ctx, call, LOSS_CLASSES)
+    }
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+_LOSS_CALLS: weakref.WeakKeyDictionary[Context, list[tuple[cst.Call, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def loss_calls(ctx: Context) -> list[tuple[cst.Call, str]]:
+    """Every loss computation in the module with its loss class name."""
+    cached = _LOSS_CALLS.get(ctx)
+    if cached is None:
+        cached = []
+        for call in ctx.nodes(cst.Call):
+            kind = loss_call_kind(call, ctx)
+            if kind is not None:
+                cached.append((call, kind))
+        _LOSS_CALLS[ctx] = cached
+    return cached
+
+
+def uses_loss(ctx: Context, kinds: Collection[str]) -> bool:
+    return any(kind in kinds for _, kind in loss_calls(ctx))
+
+
+def criterion_calls(constructor: cst.Call, ctx: Context) -> list[cst.Call]:
+    """The calls that compute the loss this constructor builds."""
+    return [
+        call
+        for call, _ in loss_calls(ctx)
+        if any(
+            value is constructor
+            for value in module_constructors(call.func, ctx, call, LOSS_CLASSES)
+        )
+    ]
+
+
+def loss_input(call: cst.Call) -> cst.Arg | None:
+    return find_arg(call, keyword="input", position=0)
+
+
+def loss_target(call: cst.Call) -> cst.Arg | None:
+    return find_arg(call, keyword="target", position=1)
+
+
+def _with_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
+    return call.with_changes(
+        args=[a.with_changes(value=value) if a is arg else a for a in call.args]
+    )
+
+
+def _keyword_string(call: cst.Call, keyword: str) -> str | None:
+    arg = find_arg(call, keyword=keyword)
+    if arg is None or not isinstance(arg.value, cst.SimpleString):
+        return None
+    return arg.value.evaluated_value  # type: ignore[return-value]
+
+
+def _keep_keywords(call: cst.Call, keep: Collection[str]) -> list[cst.Arg]:
+    """The arguments of a swapped loss that the new loss accepts too."""
+    kept = [arg for arg in call.args if arg.keyword is not None and arg.keyword.value in keep]
+    if kept:
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return kept
+
+
+def _loss_site(node: cst.CSTNode, ctx: Context, kinds: Collection[str]) -> str | None:
+    """The kind of a loss *constructor or functional call* among ``kinds`` (the places a
+    loss is configured), else None."""
+    kind = loss_constructor_kind(node, ctx) or functional_loss_kind(node, ctx)
+    return kind if kind in kinds else None
+
+
+# -- the operators ---------------------------------------------------------------------------
+
+
+class MseForClassification(Operator):
+    """Train a classifier with mean squared error instead of cross-entropy.
+
+    Bug: ``nn.CrossEntropyLoss`` (or ``F.cross_entropy``) is swapped for ``nn.MSELoss``.
+    With ``variant=onehot`` the targets are turned into one-hot floats so the script runs:
+    MSE then regresses raw logits onto 0/1, with no softmax coupling the classes. Impact:
+    gradients vanish for confidently wrong outputs, training is slower and calibration is
+    poor; accuracy often ends lower. With ``variant=plain`` only the loss is swapped, so
+    (N, C) logits meet (N,) class indices: a shape error, or a silent broadcast when C
+    happens to match. Fix: use cross-entropy on raw logits and integer class targets.
+    Check: the init-loss check (initial loss is not ln C) and comparing train/val curves
+    with the reference.
+    """
+
+    name = "mse_for_classification"
+    category = "loss"
+    summary = "CrossEntropy swapped for MSE (one-hot targets so it runs, or plain)."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {
+        "variant": Param(
+            "onehot", "onehot: targets made one-hot floats; plain: swap only", ("onehot", "plain")
+        ),
+    }
+    variants = ({"variant": "plain"},)
+    examples = (
+        Example(
+            before=(
+                "import torch.nn as nn\nimport torch.nn.functional as F\n"
+                "criterion = nn.CrossEntropyLoss()\nloss = criterion(logits, y)\n"
+            ),
+            after=(
+                "import torch.nn as nn\nimport torch.nn.functional as F\n"
+                "criterion = nn.MSELoss()\n"
+                "loss = criterion(logits, F.one_hot(y, logits.size(-1)).float())\n"
+            ),
+        ),
+        Example(
+            before=(
+                "import torch.nn.functional as F\n"
+                "loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))\n"
+            ),
+            after=(
+                "import torch.nn.functional as F\n"
+                "loss = F.mse_loss(logits.view(-1, logits.size(-1)), "
+                "F.one_hot(targets.view(-1), logits.size(-1)).float())\n"
+            ),
+        ),
+        Example(
+            before=(
+                "import torch\nfrom torch.nn import CrossEntropyLoss\n"
+                "class T:\n    def __init__(self, model):\n"
+                "        self.model = model\n        self.criterion = CrossEntropyLoss()\n"
+                "    def step(self, x, y):\n"
+                "        loss = self.criterion(self.model(x), y)\n"
+            ),
+            after=(
+                "import torch\nfrom torch.nn import CrossEntropyLoss, MSELoss\n"
+                "class T:\n    def __init__(self, model):\n"
+                "        self.model = model\n        self.criterion = MSELoss()\n"
+                "    def step(self, x, y):\n"
+                "        logits = self.model(x)\n"
+                "        loss = self.criterion(logits, torch.nn.functional.one_hot(y, "
+                "logits.size(-1)).float())\n"
+            ),
+        ),
+        Example(
+            before=(
+                "from torch import nn\n"
+                "criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction='sum')\n"
+                "loss = criterion(model(x), y)\n"
+            ),
+            after=(
+                "from torch import nn\ncriterion = nn.MSELoss(reduction='sum')\n"
+                "loss = criterion(model(x), y)\n"
+            ),
+            params={"variant": "plain"},
+        ),
+    )
+    non_examples = (
+        "import torch.nn as nn\ncriterion = nn.MSELoss()\nloss = criterion(pred, y)\n",
+        # onehot needs the call site, and it is nowhere to be found
+        "import torch.nn as nn\nimport torch.nn.functional as F\n"
+        "criterion = nn.CrossEntropyLoss()\n",
+        # a one-hot target inside a comprehension cannot be hoisted
+        "import torch.nn.functional as F\n"
+        "losses = [F.cross_entropy(model(x), y) for x, y in batches]\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._edits(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        found = self._edits(node, ctx)
+        assert found is not None
+        return found
+
+    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        if not isinstance(node, cst.Call):
+            return None
+        if loss_constructor_kind(node, ctx) == "CrossEntropyLoss":
+            return self._constructor_edits(node, ctx)
+        if functional_loss_kind(node, ctx) == "CrossEntropyLoss":
+            return self._functional_edits(node, ctx)
+        return None
+
+    def _constructor_edits(
+        self, node: cst.Call, ctx: Context
+    ) -> dict[cst.CSTNode, Replacement] | None:
+        renamed = _renamed_callee(node.func, ctx, "MSELoss")
+        if renamed is None:
+            return None
+        func, edits = renamed
+        edits[node] = node.with_changes(func=func, args=_keep_keywords(node, ("reduction",)))
+        if self.params["variant"] == "plain":
+            return edits
+        uses = criterion_calls(node, ctx)
+        if not uses or isinstance(ctx.parent(node), cst.Call):
+            return None
+        for use in uses:
+            converted = _one_hot_target(use, ctx)
+            if converted is None or _overlap(converted, edits, ctx):
+                return None
+            edits.update(converted)
+        return edits
+
+    def _functional_edits(
+        self, node: cst.Call, ctx: Context
+    ) -> dict[cst.CSTNode, Replacement] | None:
+        renamed = _renamed_callee(node.func, ctx, "mse_loss")
+        if renamed is None:
+            return None
+        func, edits = renamed
+        positional = [arg for arg in node.args if arg.keyword is None][:2]
+        args = [*positional, *_keep_keywords(node, ("input", "target", "reduction"))]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        swapped = node.with_changes(func=func, args=args)
+        if self.params["variant"] == "plain":
+            edits[node] = swapped
+            return edits
+        converted = _one_hot_target(swapped, ctx, original=node)
+        if converted is None:
+            return None
+        edits.update(converted)
+        return edits
+
+
+def _one_hot_target(
+    call: cst.Call, ctx: Context, original: cst.Call | None = None
+) -> dict[cst.CSTNode, Replacement] | None:
+    """Edits that make ``call`` pass one-hot float targets sized by its input's last dim.
+
+    ``original`` is the node in the tree when ``call`` is an already-rewritten copy. An
+    input that is not cheap to repeat (``model(x)``) is first bound to a new name on the
+    line before, as a person would write it.
+    """
+    original = original or call
+    functional = _module_alias(ctx, "torch.nn.functional")
+    input_arg, target_arg = loss_input(call), loss_target(call)
+    if functional is None or input_arg is None or target_arg is None:
+        return None
+
+    def one_hot(classes: cst.BaseExpression) -> cst.Call:
+        encoded = _function_call(
+            f"{functional}.one_hot", cst.Arg(target_arg.value), cst.Arg(classes)
+        )
+        return _method_call(encoded, "float")
+
+    if _is_pure(input_arg.value):
+        rewritten = _with_arg_value(call, target_arg, one_hot(_class_count(input_arg.value)))
+        return {original: rewritten}
+    statement = ctx.statement_of(original)
+    if not isinstance(statement, cst.SimpleStatementLine) or _inside_nested_scope(
+        original, statement, ctx
+    ):
+        return None
+    name = _fresh_name(ctx, original, ("logits", "outputs", "output", "scores"))
+    if name is None:
+        return None
+    held = cst.Name(name)
+    rewritten = _with_arg_value(call, input_arg, held)
+    rewritten = _with_arg_value(
+        rewritten,
+        next(a for a in rewritten.args if a.value is target_arg.value),
+        one_hot(_method_call(held, "size", cst.Arg(_number(-1)))),
+    )
+    hoisted = cst.SimpleStatementLine(
+        body=[cst.Assign(targets=[cst.AssignTarget(held)], value=input_arg.value)],
+        leading_lines=statement.leading_lines,
+    )
+    updated = statement.deep_replace(original, rewritten)
+    assert isinstance(updated, cst.SimpleStatementLine)
+    return {statement: cst.FlattenSentinel([hoisted, updated.with_changes(leading_lines=())])}
+
+
+def _class_count(logits: cst.BaseExpression) -> cst.BaseExpression:
+    """The class count of a logits expression: the ``V`` of ``x.view(-1, V)``, else
+    ``logits.size(-1)``."""
+    if (
+        isinstance(logits, cst.Call)
+        and method_name(logits) in ("view", "reshape")
+        and len(logits.args) >= 2
+        and logits.args[-1].keyword is None
+    ):
+        return logits.args[-1].value
+    return _method_call(logits, "size", cst.Arg(_number(-1)))
+
+
+class SoftmaxBeforeCrossEntropy(Operator):
+    """Apply softmax to the logits before passing them to cross-entropy.
+
+    Bug: ``CrossEntropyLoss`` / ``F.cross_entropy`` already applies log-softmax; feeding it
+    probabilities applies softmax twice. Impact: the inputs are squashed into [0, 1], so
+    the loss cannot go below about ln(1 + (C-1)/e) (1.46 for 10 classes), gradients shrink
+    as the model grows confident and learning slows or stalls; accuracy may still look
+    fine while the loss plateaus high. Fix: pass raw logits to cross-entropy. Check: the
+    loss floor (overfit one batch: the loss refuses to approach zero) and the init-loss
+    check against ln C.
+    """
+
+    name = "softmax_before_cross_entropy"
+    category = "loss"
+    summary = "Softmax applied to the logits that cross-entropy receives (double softmax)."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(logits, y)\n",
+            after="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(logits.softmax(dim=1), y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\nloss = F.cross_entropy(model(x), y)\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.cross_entropy(model(x).softmax(dim=1), y)\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+        "loss = criterion(logits.softmax(dim=1), y)\n",
+        "from torch import nn\ncriterion = nn.NLLLoss()\nloss = criterion(logits, y)\n",
+        "loss = criterion(logits, y)\n",  # nothing says what criterion is
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if loss_call_kind(node, ctx) != "CrossEntropyLoss":
+            return False
+        arg = loss_input(node)  # type: ignore[arg-type]
+        return arg is not None and not _is_softmax(arg.value)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        arg = loss_input(node)
+        assert arg is not None
+        probabilities = _method_call(arg.value, "softmax", _keyword("dim", _number(1)))
+        return _with_arg_value(node, arg, probabilities)
+
+
+def _is_softmax(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (
+        method_name(expr) in ("softmax", "log_softmax")
+        or (isinstance(expr.func, cst.Name) and expr.func.value in ("softmax", "log_softmax"))
+    )
+
+
+_LOG_SOFTMAX_FUNCTIONS = {"torch.nn.functional.log_softmax", "torch.log_softmax"}
+
+
+def log_softmax_input(call: cst.CSTNode, ctx: Context) -> tuple[str, cst.BaseExpression] | None:
+    """(form, input) for a log-softmax call: ``function`` (``F.log_softmax(x, dim=1)``,
+    ``torch.log_softmax(x, 1)``), ``method`` (``x.log_softmax(dim=1)``) or ``module`` (a
+    call of something holding ``nn.LogSoftmax()``)."""
+    if not isinstance(call, cst.Call):
+        return None
+    func = call.func
+    tail = (dotted_name(func) or "").rsplit(".", 1)[-1] if not isinstance(func, cst.Call) else ""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if positional and module_constructors(func, ctx, call, ("LogSoftmax",)):
+        return "module", positional[0].value
+    if tail != "log_softmax":
+        return None
+    if isinstance(func, cst.Name):
+        if positional and _refers_to(func, ctx, _LOG_SOFTMAX_FUNCTIONS):
+            return "function", positional[0].value
+        return None
+    assert isinstance(func, cst.Attribute)
+    receiver = _qualified(func.value, ctx)
+    # An unresolvable receiver (``F`` handed in) is a module when a tensor is passed in:
+    # the tensor method ``x.log_softmax(1)`` only takes the dim.
+    passes_tensor = bool(positional) and not isinstance(
+        positional[0].value, (cst.Integer, cst.UnaryOperation)
+    )
+    if receiver & {"torch", "torch.nn.functional"} or (not receiver and passes_tensor):
+        return ("function", positional[0].value) if positional else None
+    return "method", func.value
+
+
+class NllWithoutLogSoftmax(Operator):
+    """Feed raw logits to ``NLLLoss`` / ``F.nll_loss`` by dropping the log-softmax before it.
+
+    Bug: NLL expects log-probabilities; it just returns minus the target entry. Without
+    ``log_softmax`` the loss is minus the raw target logit, unbounded below. Impact: the
+    loss goes negative and keeps falling as the model inflates the target logits, the
+    weights grow without limit and the loss can reach -inf/NaN; accuracy may rise at
+    first, which hides the bug. Fix: apply ``F.log_softmax`` (or ``nn.LogSoftmax``) before
+    NLL, or use ``CrossEntropyLoss`` on raw logits. Check: the init-loss check (the first
+    loss is near 0 or negative, not ln C) and a loss curve that falls below zero.
+    """
+
+    name = "nll_without_log_softmax"
+    category = "loss"
+    summary = "log_softmax removed before NLLLoss: raw logits, loss unbounded below."
+    expected = "breaks_training"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.nll_loss(F.log_softmax(logits, dim=1), y)\n",
+            after="import torch.nn.functional as F\nloss = F.nll_loss(logits, y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "def train(model, x, y):\n    log_probs = F.log_softmax(model(x), dim=1)\n"
+            "    loss = F.nll_loss(log_probs, y)\n",
+            after="import torch.nn.functional as F\n"
+            "def train(model, x, y):\n    log_probs = model(x)\n"
+            "    loss = F.nll_loss(log_probs, y)\n",
+        ),
+        Example(
+            before="import torch\nimport torch.nn.functional as F\n"
+            "class Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return F.log_softmax(self.fc(x), dim=1)\n"
+            "def step(model, x, y):\n    return F.nll_loss(model(x), y)\n",
+            after="import torch\nimport torch.nn.functional as F\n"
+            "class Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return self.fc(x)\n"
+            "def step(model, x, y):\n    return F.nll_loss(model(x), y)\n",
+        ),
+        Example(
+            before="from torch import nn\n"
+            "model = nn.Sequential(\n    nn.Linear(4, 3),\n    nn.LogSoftmax(dim=1),\n)\n"
+            "criterion = nn.NLLLoss()\nloss = criterion(model(x), y)\n",
+            after="from torch import nn\n"
+            "model = nn.Sequential(\n    nn.Linear(4, 3),\n)\n"
+            "criterion = nn.NLLLoss()\nloss = criterion(model(x), y)\n",
+        ),
+    )
+    non_examples = (
+        # log_softmax feeding something else than NLL
+        "import torch.nn.functional as F\nimport torch\n"
+        "kl = F.kl_div(F.log_softmax(s, dim=1), t)\n",
+        "import torch.nn.functional as F\nloss = F.cross_entropy(logits, y)\n",
+        "from torch import nn\nmodel = nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=1))\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._edits(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        found = self._edits(node, ctx)
+        assert found is not None
+        return found
+
+    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        if not isinstance(node, cst.Call):
+            return None
+        parent = ctx.parent(node)
+        if _nn_class(node, ctx, ("LogSoftmax",)) and isinstance(parent, cst.Arg):
+            sequential = ctx.parent(parent)
+            if (
+                isinstance(sequential, cst.Call)
+                and _nn_class(sequential, ctx, ("Sequential",))
+                and uses_loss(ctx, ("NLLLoss",))
+            ):
+                return {sequential: _without_element(sequential, parent)}
+            return None
+        found = log_softmax_input(node, ctx)
+        if found is None or not self._feeds_nll(node, ctx):
+            return None
+        return {node: found[1]}
+
+    def _feeds_nll(self, node: cst.Call, ctx: Context) -> bool:
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Arg):
+            consumer = ctx.parent(parent)
+            return (
+                isinstance(consumer, cst.Call)
+                and loss_input(consumer) is parent
+                and loss_call_kind(consumer, ctx) == "NLLLoss"
+            )
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if not isinstance(target, cst.Name):
+                return False
+            function = ctx.enclosing_function(node)
+            for call, kind in loss_calls(ctx):
+                argument = loss_input(call)
+                if (
+                    kind == "NLLLoss"
+                    and ctx.enclosing_function(call) is function
+                    and argument is not None
+                    and isinstance(argument.value, cst.Name)
+                    and argument.value.value == target.value
+                ):
+                    return True
+            return False
+        # ``return F.log_softmax(...)`` in a model's forward: the model's output goes to NLL.
+        function = ctx.enclosing_function(node)
+        return (
+            isinstance(parent, cst.Return)
+            and function is not None
+            and function.name.value == "forward"
+            and uses_loss(ctx, ("NLLLoss",))
+        )
+
+
+class SigmoidBeforeBceWithLogits(Operator):
+    """Apply ``torch.sigmoid`` to the logits that ``BCEWithLogitsLoss`` receives.
+
+    Bug: ``BCEWithLogitsLoss`` applies the sigmoid itself; a second sigmoid squashes its
+    input into (0, 1), which the loss reads as logits near zero. Impact: predicted
+    probabilities stay between 0.5 and 0.73, the loss cannot fall below about 0.31 and
+    gradients fade, so training slows down and plateaus while accuracy may still look
+    reasonable. Fix: pass raw logits to ``BCEWithLogitsLoss`` (or use ``BCELoss`` on the
+    probabilities). Check: overfit one batch (the loss floors well above zero) and compare
+    the loss curve with the reference.
+    """
+
+    name = "sigmoid_before_bce_with_logits"
+    category = "loss"
+    summary = "torch.sigmoid applied before BCEWithLogitsLoss (double sigmoid)."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
+            "loss = criterion(logits, y)\n",
+            after="import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
+            "loss = criterion(torch.sigmoid(logits), y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(out.squeeze(1), y)\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(out.squeeze(1).sigmoid(), y)\n",
+        ),
+    )
+    non_examples = (
+        "import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
+        "loss = criterion(torch.sigmoid(logits), y)\n",
+        "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\n"
+        "loss = criterion(torch.sigmoid(logits), y)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if loss_call_kind(node, ctx) != "BCEWithLogitsLoss":
+            return False
+        arg = loss_input(node)  # type: ignore[arg-type]
+        return arg is not None and not _is_sigmoid(arg.value)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        arg = loss_input(node)
+        assert arg is not None
+        torch = _module_alias(ctx, "torch")
+        if torch is not None:
+            squashed = _function_call(f"{torch}.sigmoid", cst.Arg(arg.value))
+        else:
+            squashed = _method_call(arg.value, "sigmoid")
+        return _with_arg_value(node, arg, squashed)
+
+
+def _is_sigmoid(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (
+        (dotted_name(expr.func) or "").rsplit(".", 1)[-1] == "sigmoid"
+    )
+
+
+class BceOnLogits(Operator):
+    """Swap ``BCEWithLogitsLoss`` for ``BCELoss`` while still passing raw logits.
+
+    Bug: ``BCELoss`` expects probabilities in [0, 1]; the model outputs unbounded logits.
+    Impact: on CPU PyTorch raises as soon as a logit leaves [0, 1] (``all elements of
+    input should be between 0 and 1``), on CUDA a device-side assert kills the run; if
+    the outputs happen to stay in range the loss is simply wrong. Fix: keep
+    ``BCEWithLogitsLoss`` on logits (numerically stable), or apply ``torch.sigmoid``
+    before ``BCELoss``. Check: a crash in the first steps; range-check the loss inputs.
+    """
+
+    name = "bce_on_logits"
+    category = "loss"
+    summary = "BCEWithLogitsLoss replaced by BCELoss while logits are still passed."
+    expected = "crash"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="from torch import nn\ntrainer = Trainer(model, nn.BCEWithLogitsLoss())\n",
+            after="from torch import nn\ntrainer = Trainer(model, nn.BCELoss())\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(logits, y, pos_weight=w)\n",
+            after="import torch.nn.functional as F\nloss = F.binary_cross_entropy(logits, y)\n",
+        ),
+        Example(
+            before="from torch.nn import BCEWithLogitsLoss\ncriterion = BCEWithLogitsLoss()\n",
+            after="from torch.nn import BCEWithLogitsLoss, BCELoss\ncriterion = BCELoss()\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.BCELoss()\n",
+        "import torch.nn.functional as F\nloss = F.binary_cross_entropy(p, y)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._replacement(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        found = self._replacement(node, ctx)
+        assert found is not None
+        return found
+
+    def _replacement(
+        self, node: cst.CSTNode, ctx: Context
+    ) -> dict[cst.CSTNode, Replacement] | None:
+        if not isinstance(node, cst.Call):
+            return None
+        if loss_constructor_kind(node, ctx) == "BCEWithLogitsLoss":
+            new_name, keep = "BCELoss", ("weight", "reduction")
+            args = _keep_keywords(node, keep)
+        elif functional_loss_kind(node, ctx) == "BCEWithLogitsLoss":
+            new_name = "binary_cross_entropy"
+            # pos_weight exists only for the logits version: a person switching drops it.
+            args = [
+                arg for arg in node.args if arg.keyword is None or arg.keyword.value != "pos_weight"
+            ]
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        else:
+            return None
+        renamed = _renamed_callee(node.func, ctx, new_name)
+        if renamed is None:
+            return None
+        func, edits = renamed
+        edits[node] = node.with_changes(func=func, args=args)
+        return edits
+
+
+class ReductionSum(Operator):
+    """Sum the loss over the batch instead of averaging it (``reduction="sum"``).
+
+    Bug: the loss (and so the gradient) scales with the batch size. Impact: with SGD the
+    effective learning rate is multiplied by the batch size, which usually diverges or
+    oscillates; Adam normalises the gradient scale away, so there the bug is nearly
+    silent apart from a logged loss that is batch-size times larger (and a last, smaller
+    batch that weighs less). Fix: keep the default ``reduction="mean"`` or divide by the
+    batch size. Check: the init-loss check (the first loss is batch x ln C, not ln C) and
+    the grad-norm log.
+    """
+
+    name = "reduction_sum"
+    category = "loss"
+    summary = 'reduction="sum" on a loss: gradients scale with the batch size.'
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch.nn as nn\ncriterion = nn.CrossEntropyLoss()\n",
+            after='import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction="sum")\n',
+        ),
+        Example(
+            before="import torch.nn.functional as F\nloss = F.mse_loss(pred, y, reduction='mean')\n",
+            after='import torch.nn.functional as F\nloss = F.mse_loss(pred, y, reduction="sum")\n',
+        ),
+    )
+    non_examples = (
+        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction='none')\n",
+        "import torch.nn as nn\ncriterion = nn.L1Loss(reduction='sum')\n",
+        "import torch.nn as nn\nlayer = nn.Linear(3, 4)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if _loss_site(node, ctx, LOSS_CLASSES) is None:
+            return False
+        assert isinstance(node, cst.Call)
+        current = find_arg(node, keyword="reduction")
+        if current is None:
+            return find_arg(node, keyword="size_average") is None
+        return _keyword_string(node, "reduction") in ("mean", "batchmean")
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        return with_keyword(node, "reduction", cst.SimpleString('"sum"'))
+
+
+class SwapLossArguments(Operator):
+    """Pass the target first and the prediction second: ``criterion(y, logits)``.
+
+    Bug: loss functions are ``loss(input, target)``; swapping them is an easy slip.
+    Impact: for cross-entropy/NLL the integer targets become the "logits", which crashes
+    (dtype or shape error); for BCE the gradient now flows through the target slot and
+    training optimises nonsense; symmetric losses (MSE, L1, Huber) are left alone because
+    there the swap changes nothing. Fix: ``criterion(prediction, target)``. Check: a crash
+    at the first step, or the init-loss check and overfit-one-batch for BCE.
+    """
+
+    name = "swap_loss_arguments"
+    category = "loss"
+    summary = "Loss called as loss(target, prediction)."
+    expected = "crash"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(logits, y)\n",
+            after="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(y, logits)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(logits, y.float(), reduction='sum')\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(y.float(), logits, reduction='sum')\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.MSELoss()\nloss = criterion(pred, y)\n",
+        "import torch.nn.functional as F\nloss = F.cross_entropy(logits, target=y)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        kind = loss_call_kind(node, ctx)
+        if kind is None or kind in REGRESSION_LOSSES:
+            return False
+        assert isinstance(node, cst.Call)
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        return len(positional) >= 2 and ctx.code(positional[0].value) != ctx.code(
+            positional[1].value
+        )
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        first, second = [arg for arg in node.args if arg.keyword is None][:2]
+        swapped = {id(first): second.value, id(second): first.value}
+        return node.with_changes(
+            args=[
+                arg.with_changes(value=swapped[id(arg)]) if id(arg) in swapped else arg
+                for arg in node.args
+            ]
+        )
+
+
+def _shape_fix_receiver(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor under a call that turns (n,) into (n, 1) or back, else None:
+    ``y.unsqueeze(1)``, ``y.view(-1, 1)``, ``out.squeeze(1)``, ``out.view(-1)``,
+    ``y.view_as(out)``..."""
+    if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
+        return None
+    method = expr.func.attr.value
+    values = [number_value(arg.value) for arg in expr.args]
+    if method == "unsqueeze":
+        shape_fix = values in ([1.0], [-1.0])
+    elif method == "squeeze":
+        shape_fix = values in ([], [1.0], [-1.0])
+    elif method in ("view", "reshape"):
+        shape_fix = values in ([-1.0], [-1.0, 1.0])
+    elif method in ("flatten", "ravel"):
+        shape_fix = not values
+    else:
+        shape_fix = method in ("view_as", "reshape_as")
+    return expr.func.value if shape_fix else None
+
+
+class TargetShapeBroadcast(Operator):
+    """Drop the reshape that matches predictions (n, 1) to targets (n,) in a regression loss.
+
+    Bug: the ``.unsqueeze(1)`` / ``.view(-1, 1)`` on the targets or the ``.squeeze(1)`` on
+    the predictions is removed, so the loss sees (n, 1) against (n,). Impact: MSE/L1
+    broadcast to an (n, n) matrix and average every prediction against every target;
+    PyTorch only warns, the loss still falls, and the model learns to predict the
+    target mean (R^2 near 0). BCE losses refuse the mismatch and crash instead. Fix:
+    make prediction and target shapes identical before the loss (assert it). Check:
+    overfit one batch (the loss stalls at the target variance) and turn the broadcast
+    UserWarning into an error.
+    """
+
+    name = "target_shape_broadcast"
+    category = "loss"
+    summary = "Shape fix removed before a regression loss: (n,1) vs (n,) broadcasts to (n,n)."
+    expected = "breaks_training"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="from torch import nn\ncriterion = nn.MSELoss()\n"
+            "loss = criterion(model(x), y.unsqueeze(1))\n",
+            after="from torch import nn\ncriterion = nn.MSELoss()\nloss = criterion(model(x), y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\ndef step(model, x, y):\n"
+            "    pred = model(x).squeeze(-1)\n    return F.l1_loss(pred, y)\n",
+            after="import torch.nn.functional as F\ndef step(model, x, y):\n"
+            "    pred = model(x)\n    return F.l1_loss(pred, y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\ndef step(model, x, y):\n"
+            "    y = y.view(-1, 1)\n    return F.mse_loss(model(x), y)\n",
+            after="import torch.nn.functional as F\ndef step(model, x, y):\n"
+            "    return F.mse_loss(model(x), y)\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+        "loss = criterion(logits.view(-1, logits.size(-1)), y.view(-1))\n",
+        "from torch import nn\ncriterion = nn.MSELoss()\nloss = criterion(pred, y)\n",
+        "import torch.nn.functional as F\nloss = F.mse_loss(seq.view(-1, 8), y.view(-1, 8))\n",
+    )
+
+    _kinds = REGRESSION_LOSSES | BINARY_LOSSES
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._edit(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        found = self._edit(node, ctx)
+        assert found is not None
+        return found
+
+    def _edit(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        receiver = _shape_fix_receiver(node)  # type: ignore[arg-type]
+        if receiver is None:
+            return None
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Arg):
+            consumer = ctx.parent(parent)
+            if (
+                isinstance(consumer, cst.Call)
+                and parent in (loss_input(consumer), loss_target(consumer))
+                and loss_call_kind(consumer, ctx) in self._kinds
+            ):
+                return {node: receiver}
+            return None
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return None
+        target = parent.targets[0].target
+        if not (isinstance(target, cst.Name) and self._feeds_loss(target.value, parent, ctx)):
+            return None
+        if isinstance(receiver, cst.Name) and receiver.value == target.value:
+            line = ctx.parent(parent)
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+                return {line: cst.RemoveFromParent()}
+            return None
+        return {node: receiver}
+
+    def _feeds_loss(self, name: str, assignment: cst.CSTNode, ctx: Context) -> bool:
+        function = ctx.enclosing_function(assignment)
+        for call, kind in loss_calls(ctx):
+            if kind not in self._kinds or ctx.enclosing_function(call) is not function:
+                continue
+            for arg in (loss_input(call), loss_target(call)):
+                if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == name:
+                    return True
+        return False
+
+
+_LABEL_NAMES = ("y", "label", "labels", "target", "targets", "classes")
+
+
+def _is_label_name(name: str) -> bool:
+    lowered = name.lower()
+    return (
+        lowered in _LABEL_NAMES
+        or any(lowered.startswith(f"{label}_") for label in _LABEL_NAMES)
+        or any(lowered.endswith(f"_{label}") for label in _LABEL_NAMES)
+    )
+
+
+class FloatClassTargets(Operator):
+    """Make the class-index targets of cross-entropy/NLL floating point.
+
+    Bug: the label tensor is built with ``dtype=torch.float32`` instead of ``torch.long``
+    (or ``.long()`` becomes ``.float()``), a habit carried over from regression or BCE
+    code. Impact: ``CrossEntropyLoss`` reads float targets as class probabilities, which
+    must match the logits' shape, so (N,) float targets against (N, C) logits raise at
+    the first step; ``NLLLoss`` refuses float targets outright. Fix: keep class targets
+    as ``torch.long`` indices. Check: a crash at the first loss call; assert
+    ``y.dtype == torch.long`` where the batch is unpacked.
+    """
+
+    name = "float_class_targets"
+    category = "loss"
+    summary = "Class-index targets made float (dtype=torch.float32 / .float() for .long())."
+    expected = "crash"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch\nfrom torch import nn\n"
+            "y = torch.tensor(data.target, dtype=torch.long)\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(model(x), y)\n",
+            after="import torch\nfrom torch import nn\n"
+            "y = torch.tensor(data.target, dtype=torch.float32)\n"
+            "criterion = nn.CrossEntropyLoss()\nloss = criterion(model(x), y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\nloss = F.nll_loss(out, y.long())\n",
+            after="import torch.nn.functional as F\nloss = F.nll_loss(out, y.float())\n",
+        ),
+        Example(
+            before="import torch\nfrom torch import nn\n"
+            "y_train = (x[:, 0] > 0).long()\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(model(x), y)\n",
+            after="import torch\nfrom torch import nn\n"
+            "y_train = (x[:, 0] > 0).float()\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(model(x), y)\n",
+        ),
+    )
+    non_examples = (
+        # token ids are long too, but they are no targets of a class loss here
+        "import torch\nfrom torch import nn\ntokens = torch.tensor(ids, dtype=torch.long)\n"
+        "criterion = nn.CrossEntropyLoss()\n",
+        # no class-index loss anywhere: a long label tensor is for something else
+        "import torch\ny = torch.tensor(data.target, dtype=torch.long)\n",
+        "import torch.nn.functional as F\nloss = F.cross_entropy(out, y.float())\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._replacement(node, ctx) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        found = self._replacement(node, ctx)
+        assert found is not None
+        return found
+
+    def _replacement(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
+        if not isinstance(node, cst.Call) or not uses_loss(ctx, CLASS_INDEX_LOSSES):
+            return None
+        if method_name(node) == "long" and not node.args:
+            if self._is_class_target(node, ctx) or self._assigned_to_labels(node, ctx):
+                return node.with_changes(func=node.func.with_changes(attr=cst.Name("float")))  # type: ignore[union-attr]
+            return None
+        dtype = find_arg(node, keyword="dtype")
+        if (
+            dtype is not None
+            and isinstance(dtype.value, cst.Attribute)
+            and dtype.value.attr.value in ("long", "int64")
+            and _resolves_under(dtype.value, ctx, "torch")
+            and self._assigned_to_labels(node, ctx)
+        ):
+            as_float = dtype.value.with_changes(attr=cst.Name("float32"))
+            return _with_arg_value(node, dtype, as_float)
+        return None
+
+    def _is_class_target(self, node: cst.Call, ctx: Context) -> bool:
+        parent = ctx.parent(node)
+        consumer = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+        return (
+            isinstance(consumer, cst.Call)
+            and loss_target(consumer) is parent
+            and loss_call_kind(consumer, ctx) in CLASS_INDEX_LOSSES
+        )
+
+    def _assigned_to_labels(self, node: cst.Call, ctx: Context) -> bool:
+        parent = ctx.parent(node)
+        return (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+            and _is_label_name(parent.targets[0].target.value)
+        )
+
+
+class IgnoreIndexWrong(Operator):
+    """Set ``ignore_index`` of cross-entropy/NLL to a real class (0 by default).
+
+    Bug: ``ignore_index=0`` is copied from NLP code where 0 is the padding token, into a
+    task where 0 is a genuine class (or the pad id is wrong). Impact: every example of
+    that class is silently dropped from the loss; its logit is only ever pushed down, so
+    the model practically never predicts it and accuracy loses about 1/C while the
+    training loss looks healthy (even lower). Fix: set ``ignore_index`` to the real
+    padding id (default -100) or leave it out. Check: per-class accuracy or a confusion
+    matrix on validation (one class is never predicted).
+    """
+
+    name = "ignore_index_wrong"
+    category = "loss"
+    summary = "ignore_index set to a real class: that class never contributes to the loss."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {"index": Param(0, "class index wrongly ignored")}
+    examples = (
+        Example(
+            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n",
+            after="from torch import nn\ncriterion = nn.CrossEntropyLoss(ignore_index=0)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.cross_entropy(logits, y, ignore_index=-100)\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.cross_entropy(logits, y, ignore_index=0)\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.CrossEntropyLoss(ignore_index=0)\n",
+        "from torch import nn\ncriterion = nn.MSELoss()\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if _loss_site(node, ctx, CLASS_INDEX_LOSSES) is None:
+            return False
+        assert isinstance(node, cst.Call)
+        current = find_arg(node, keyword="ignore_index")
+        return current is None or number_value(current.value) != self.params["index"]
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        return with_keyword(node, "ignore_index", _number(int(self.params["index"])))
+
+
+class AccumulateLossTensor(Operator):
+    """Accumulate the loss tensor instead of its value: ``total += loss`` for ``loss.item()``.
+
+    Bug: the running total becomes a tensor that references every step's autograd graph.
+    Impact: nothing changes in the optimisation, but each step's graph nodes stay alive
+    for the whole epoch, so host/GPU memory grows with the step count and steps slow down
+    (the PyTorch FAQ's "accumulating history across the training loop"); on long epochs
+    it ends in an out-of-memory error. Fix: accumulate ``loss.item()`` (or
+    ``loss.detach()``). Check: a memory watch over the epoch (steady growth) and time per
+    step.
+    """
+
+    name = "accumulate_loss_tensor"
+    category = "loss"
+    summary = "Running loss total keeps the tensor (loss) instead of loss.item()."
+    expected = "cost_only"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="for x, y in loader:\n    loss = criterion(model(x), y)\n"
+            "    loss.backward()\n    total_loss += loss.item() * x.size(0)\n",
+            after="for x, y in loader:\n    loss = criterion(model(x), y)\n"
+            "    loss.backward()\n    total_loss += loss * x.size(0)\n",
+        ),
+        Example(
+            before="def train(loss_fn):\n    for x, y in loader:\n"
+            "        loss = loss_fn(x, y)\n        loss.backward()\n"
+            "        losses.append(loss.item())\n",
+            after="def train(loss_fn):\n    for x, y in loader:\n"
+            "        loss = loss_fn(x, y)\n        loss.backward()\n"
+            "        losses.append(loss)\n",
+        ),
+    )
+    non_examples = (
+        # evaluation: no backward, so no graph is kept alive
+        "with torch.no_grad():\n    for x, y in loader:\n"
+        "        total += criterion(model(x), y).item()\n",
+        "loss.backward()\nprint(loss.item())\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if not (isinstance(node, cst.Call) and method_name(node) == "item" and not node.args):
+            return False
+        receiver = node.func.value  # type: ignore[union-attr]
+        if not isinstance(receiver, cst.Name) or not self._accumulated(node, ctx):
+            return False
+        function = ctx.enclosing_function(node)
+        return any(
+            method_name(call) == "backward"
+            and isinstance(call.func.value, cst.Name)  # type: ignore[union-attr]
+            and call.func.value.value == receiver.value  # type: ignore[union-attr]
+            and ctx.enclosing_function(call) is function
+            for call in ctx.nodes(cst.Call)
+        )
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.BaseExpression:
+        assert isinstance(node, cst.Call)
+        return node.func.value  # type: ignore[union-attr]
+
+    def _accumulated(self, node: cst.Call, ctx: Context) -> bool:
+        for ancestor in ctx.ancestors(node):
+            if isinstance(ancestor, cst.AugAssign):
+                return isinstance(ancestor.operator, cst.AddAssign)
+            if isinstance(ancestor, cst.Call) and method_name(ancestor) == "append":
+                return True
+            if isinstance(ancestor, cst.BaseStatement):
+                return False
+        return False
