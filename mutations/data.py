@@ -8,6 +8,7 @@ the labels of a ``TensorDataset`` are, which expressions standardize inputs.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import libcst as cst
@@ -107,11 +108,17 @@ def _is_simple(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Name, cst.Attribute)):
         return dotted_name(expr) is not None
     if isinstance(expr, cst.Subscript):
-        return _is_simple(expr.value) and all(
-            isinstance(element.slice, cst.Index) and _is_simple(element.slice.value)
-            for element in expr.slice
-        )
-    return False
+        return _is_simple(expr.value) and all(_is_simple_index(e.slice) for e in expr.slice)
+    return isinstance(expr, (cst.Integer, cst.Float))
+
+
+def _is_simple_index(part: cst.BaseSlice) -> bool:
+    if isinstance(part, cst.Index):
+        return _is_simple(part.value)
+    bounds = (part.lower, part.upper, part.step)
+    return all(
+        bound is None or _is_simple(bound) or number_value(bound) is not None for bound in bounds
+    )
 
 
 def _as_receiver(expr: cst.BaseExpression) -> str:
@@ -396,7 +403,9 @@ def _normalized_operand(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
     left = node.left
     if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Subtract):
         stats = f"{_compact(left.right)}|{_compact(node.right)}"
-        if left.lpar and _words(stats) & _STAT_WORDS:
+        # ``max(1, total - warmup)`` is arithmetic, not a statistic named max.
+        named = re.sub(r"(?<![\w.])(max|min|abs|len|float|int)\(", "(", stats)
+        if left.lpar and _words(named) & _STAT_WORDS:
             return left.left, stats
         return None
     divisor = number_value(node.right)
@@ -493,24 +502,34 @@ def _becomes_self_assignment(statement: cst.CSTNode, replacements: dict[int, cst
 # -- language-model slices: ``seq[i:i + T]`` and ``seq[i + 1:i + T + 1]`` -----------------------
 
 
-def _bound_offset(expr: cst.BaseExpression | None, upper: bool) -> tuple[str, int]:
-    """A slice bound as (symbolic part, integer offset): ``i + T + 1`` -> ("i+T", 1)."""
+def _bound_offset(expr: cst.BaseExpression | None, upper: bool) -> tuple[tuple, int]:
+    """A slice bound as (symbolic terms, integer offset).
+
+    ``i + 1 + T`` and ``i + T + 1`` both give ((("T", 1), ("i", 1)), 1); an omitted upper
+    bound is the symbol ``<end>`` and a negative constant counts from it.
+    """
     if expr is None:
-        return ("<end>", 0) if upper else ("", 0)
+        return ((("<end>", 1),) if upper else ()), 0
+    terms: Counter[str] = Counter()
+    constant = _collect_terms(expr, 1, terms)
+    if upper and constant < 0 and not terms:
+        # Negative indexes count from the end, so ``:-1`` is one before ``:``.
+        terms["<end>"] = 1
+    return tuple(sorted((t, c) for t, c in terms.items() if c)), constant
+
+
+def _collect_terms(expr: cst.BaseExpression, sign: int, terms: Counter[str]) -> int:
+    """Add the symbolic terms of a sum to ``terms``; return its integer constant."""
     value = number_value(expr)
     if value is not None and value == int(value):
-        # Negative indexes count from the end, so ``:-1`` is one before ``:``.
-        return ("<end>", int(value)) if value < 0 else ("", int(value))
-    if (
-        isinstance(expr, cst.BinaryOperation)
-        and isinstance(expr.operator, (cst.Add, cst.Subtract))
-        and isinstance(expr.right, cst.Integer)
-        and not expr.lpar
-    ):
-        base, offset = _bound_offset(expr.left, upper)
-        step = int(expr.right.value)
-        return base, offset + (step if isinstance(expr.operator, cst.Add) else -step)
-    return _compact(expr), 0
+        return sign * int(value)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        right_sign = sign if isinstance(expr.operator, cst.Add) else -sign
+        return _collect_terms(expr.left, sign, terms) + _collect_terms(
+            expr.right, right_sign, terms
+        )
+    terms[_compact(expr)] += sign
+    return 0
 
 
 def _describe_index(sub: cst.Subscript) -> list[tuple] | None:
@@ -994,6 +1013,7 @@ class DropInputNormalization(Operator):
         "y_train = (y_train - y_mean) / y_std\n",  # regression targets, not inputs
         "change = (loss - prev_loss) / prev_loss\n",
         "lr = base_lr / 10\n",
+        "progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))\n",
         "avg = total / 16\n",
     )
 
@@ -1340,6 +1360,10 @@ class UnshiftedLmTargets(Operator):
                 "    y = torch.stack([data[i:i + T] for i in ix])\n"
                 "    return x, y\n"
             ),
+        ),
+        Example(
+            before="x = src[:, i : i + seq_len]\ny = src[:, i + 1 : i + 1 + seq_len]\n",
+            after="x = src[:, i : i + seq_len]\ny = src[:, i : i + seq_len]\n",
         ),
         Example(
             before="inputs, targets = tokens[:, :-1], tokens[:, 1:]\n",
