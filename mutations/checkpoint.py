@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.gradient import qualified_names, receiver_kind
+from mutations.gradient import _qualified_names, _receiver_kind
 from mutator.context import Context
 from mutator.operator import Example, Operator
 from mutator.patterns import callee_name, expression_call, method_name
@@ -71,7 +71,7 @@ class ResumeWithoutOptimizerState(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         receiver = _load_state_dict_receiver(node)
-        return receiver is not None and receiver_kind(ctx, receiver) == "optimizer"
+        return receiver is not None and _receiver_kind(ctx, receiver) == "optimizer"
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -121,7 +121,7 @@ class DropLoadStateDict(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         receiver = _load_state_dict_receiver(node)
-        return receiver is not None and receiver_kind(ctx, receiver) not in _NOT_MODEL
+        return receiver is not None and _receiver_kind(ctx, receiver) not in _NOT_MODEL
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -173,7 +173,7 @@ class DropSchedulerStateOnResume(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         receiver = _load_state_dict_receiver(node)
-        return receiver is not None and receiver_kind(ctx, receiver) == "scheduler"
+        return receiver is not None and _receiver_kind(ctx, receiver) == "scheduler"
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -225,7 +225,7 @@ class BestStateWithoutCopy(Operator):
 
     def _state_dict_call(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:
         if isinstance(node, cst.Call):
-            names = qualified_names(ctx, node.func)
+            names = _qualified_names(ctx, node.func)
             is_deepcopy = "copy.deepcopy" in names or (
                 not names and callee_name(node) == "deepcopy"
             )

@@ -22,7 +22,7 @@ from mutator.patterns import (
 # Candidates for mutator.patterns; mutations.checkpoint imports them from here because
 # operator modules may not edit the engine.
 
-OPTIMIZER_CLASSES = frozenset(
+_OPTIMIZER_CLASSES = frozenset(
     {
         "SGD",
         "Adam",
@@ -41,7 +41,7 @@ OPTIMIZER_CLASSES = frozenset(
         "Optimizer",
     }
 )
-SCHEDULER_CLASSES = frozenset(
+_SCHEDULER_CLASSES = frozenset(
     {
         "StepLR",
         "MultiStepLR",
@@ -61,7 +61,7 @@ SCHEDULER_CLASSES = frozenset(
         "LRScheduler",
     }
 )
-FUNCTIONAL_LOSSES = frozenset(
+_FUNCTIONAL_LOSSES = frozenset(
     {
         "cross_entropy",
         "nll_loss",
@@ -85,12 +85,12 @@ FUNCTIONAL_LOSSES = frozenset(
         "triplet_margin_loss",
     }
 )
-CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+_CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
 # Context managers / decorators under which no autograd graph is recorded.
-NO_GRAD_NAMES = frozenset({"no_grad", "inference_mode"})
+_NO_GRAD_NAMES = frozenset({"no_grad", "inference_mode"})
 
 
-def qualified_names(ctx: Context, node: cst.CSTNode) -> set[str]:
+def _qualified_names(ctx: Context, node: cst.CSTNode) -> set[str]:
     """``ctx.qualified_names`` that also copes with libcst's lazily computed values.
 
     libcst >= 1.1 stores qualified names as ``LazyValue`` objects in ``resolve_many``'s
@@ -104,12 +104,12 @@ def qualified_names(ctx: Context, node: cst.CSTNode) -> set[str]:
         return {qualified.name for qualified in (lazy() if callable(lazy) else lazy)}
 
 
-def names_in(ctx: Context, expr: cst.CSTNode) -> set[str]:
+def _names_in(ctx: Context, expr: cst.CSTNode) -> set[str]:
     """Every bare identifier inside ``expr`` (attribute names included)."""
     return {name.value for name in ctx.nodes_within(expr, cst.Name)}
 
 
-def dotted_names_in(ctx: Context, expr: cst.CSTNode) -> set[str]:
+def _dotted_names_in(ctx: Context, expr: cst.CSTNode) -> set[str]:
     found = {name.value for name in ctx.nodes_within(expr, cst.Name)}
     for attribute in ctx.nodes_within(expr, cst.Attribute):
         dotted = dotted_name(attribute)
@@ -118,16 +118,16 @@ def dotted_names_in(ctx: Context, expr: cst.CSTNode) -> set[str]:
     return found
 
 
-def starts_before(ctx: Context, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+def _starts_before(ctx: Context, first: cst.CSTNode, second: cst.CSTNode) -> bool:
     a, b = ctx.position(first).start, ctx.position(second).start
     return (a.line, a.column) < (b.line, b.column)
 
 
-def same_scope(ctx: Context, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+def _same_scope(ctx: Context, first: cst.CSTNode, second: cst.CSTNode) -> bool:
     return ctx.enclosing_function(first) is ctx.enclosing_function(second)
 
 
-def assigned_values(ctx: Context, dotted: str) -> list[cst.BaseExpression]:
+def _assigned_values(ctx: Context, dotted: str) -> list[cst.BaseExpression]:
     """Values ever assigned to the name ``dotted`` (``opt``, ``self.optimizer``) in the module."""
     values = []
     for assign in ctx.nodes(cst.Assign):
@@ -148,9 +148,9 @@ def _kind_of_class(names: Iterable[str], tail: str | None) -> str | None:
             return "scaler"
         if name.startswith("torch.optim."):
             return "optimizer"
-    if tail in SCHEDULER_CLASSES:
+    if tail in _SCHEDULER_CLASSES:
         return "scheduler"
-    if tail in OPTIMIZER_CLASSES:
+    if tail in _OPTIMIZER_CLASSES:
         return "optimizer"
     if tail == "GradScaler":
         return "scaler"
@@ -170,7 +170,7 @@ def _kind_by_name(name: str) -> str | None:
     return None
 
 
-def receiver_kind(ctx: Context, expr: cst.BaseExpression) -> str | None:
+def _receiver_kind(ctx: Context, expr: cst.BaseExpression) -> str | None:
     """Is this object an ``optimizer``, a ``scheduler`` or a (GradScaler) ``scaler``?
 
     What it was constructed from decides first (``torch.optim.X``, ``lr_scheduler.X``),
@@ -182,9 +182,9 @@ def receiver_kind(ctx: Context, expr: cst.BaseExpression) -> str | None:
     dotted = dotted_name(expr)
     if dotted is None:
         return None
-    for value in assigned_values(ctx, dotted):
+    for value in _assigned_values(ctx, dotted):
         if isinstance(value, cst.Call):
-            kind = _kind_of_class(qualified_names(ctx, value.func), callee_name(value))
+            kind = _kind_of_class(_qualified_names(ctx, value.func), callee_name(value))
             if kind is not None:
                 return kind
     if "." not in dotted:
@@ -192,33 +192,33 @@ def receiver_kind(ctx: Context, expr: cst.BaseExpression) -> str | None:
             if param.name.value == dotted and param.annotation is not None:
                 annotation = param.annotation.annotation
                 tail = (dotted_name(annotation) or "").rsplit(".", 1)[-1]
-                kind = _kind_of_class(qualified_names(ctx, annotation), tail)
+                kind = _kind_of_class(_qualified_names(ctx, annotation), tail)
                 if kind is not None:
                     return kind
     return _kind_by_name(dotted.rsplit(".", 1)[-1])
 
 
-def is_optimizer_step(statement: cst.CSTNode, ctx: Context) -> bool:
+def _is_optimizer_step(statement: cst.CSTNode, ctx: Context) -> bool:
     """``optimizer.step()`` / ``self.opt.step(closure)`` / ``scaler.step(optimizer)``."""
     call = expression_call(statement)
     if call is None or method_name(call) != "step":
         return False
     assert isinstance(call.func, cst.Attribute)
-    kind = receiver_kind(ctx, call.func.value)
+    kind = _receiver_kind(ctx, call.func.value)
     if kind == "optimizer":
         return True
     if kind == "scaler":
         first = find_arg(call, position=0)
-        return first is not None and receiver_kind(ctx, first.value) == "optimizer"
+        return first is not None and _receiver_kind(ctx, first.value) == "optimizer"
     return False
 
 
-def is_backward(statement: cst.CSTNode) -> bool:
+def _is_backward(statement: cst.CSTNode) -> bool:
     """``loss.backward()``, ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``."""
     return is_call_statement(statement, "backward")
 
 
-def clip_call(statement: cst.CSTNode) -> cst.Call | None:
+def _clip_call(statement: cst.CSTNode) -> cst.Call | None:
     """The clipping call of ``clip_grad_norm_(...)`` or ``norm = clip_grad_norm_(...)``."""
     call = expression_call(statement)
     if call is None and isinstance(statement, cst.SimpleStatementLine):
@@ -229,17 +229,17 @@ def clip_call(statement: cst.CSTNode) -> cst.Call | None:
             and isinstance(body[0].value, cst.Call)
         ):
             call = body[0].value
-    if call is not None and callee_name(call) in CLIP_FUNCTIONS:
+    if call is not None and callee_name(call) in _CLIP_FUNCTIONS:
         return call
     return None
 
 
-def in_no_grad(ctx: Context, node: cst.CSTNode) -> bool:
+def _in_no_grad(ctx: Context, node: cst.CSTNode) -> bool:
     """Inside ``with torch.no_grad():`` or a function decorated ``@torch.no_grad()``."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, cst.With):
             for item in ancestor.items:
-                if isinstance(item.item, cst.Call) and callee_name(item.item) in NO_GRAD_NAMES:
+                if isinstance(item.item, cst.Call) and callee_name(item.item) in _NO_GRAD_NAMES:
                     return True
         if isinstance(ancestor, cst.FunctionDef):
             for decorator in ancestor.decorators:
@@ -247,45 +247,45 @@ def in_no_grad(ctx: Context, node: cst.CSTNode) -> bool:
                 if isinstance(target, cst.Call):
                     target = target.func
                 name = dotted_name(target)
-                if name is not None and name.rsplit(".", 1)[-1] in NO_GRAD_NAMES:
+                if name is not None and name.rsplit(".", 1)[-1] in _NO_GRAD_NAMES:
                     return True
     return False
 
 
-def backward_calls(ctx: Context, near: cst.CSTNode) -> list[cst.Call]:
+def _backward_calls(ctx: Context, near: cst.CSTNode) -> list[cst.Call]:
     """The ``.backward(...)`` calls in the same function (or module level) as ``near``."""
     return [
         call
         for call in ctx.nodes(cst.Call)
-        if method_name(call) == "backward" and same_scope(ctx, call, near)
+        if method_name(call) == "backward" and _same_scope(ctx, call, near)
     ]
 
 
-def is_loss_call(call: cst.Call, ctx: Context) -> bool:
+def _is_loss_call(call: cst.Call, ctx: Context) -> bool:
     """``criterion(...)``, ``self.loss_fn(...)``, ``F.cross_entropy(...)``, ``CE()(...)``-built."""
     tail = callee_name(call)
     if tail is None or tail[:1].isupper():
         return False  # ``nn.CrossEntropyLoss()`` builds a criterion; it computes no loss
-    resolved = qualified_names(ctx, call.func)
+    resolved = _qualified_names(ctx, call.func)
     for name in resolved:
         module, _, tail = name.rpartition(".")
-        if module == "torch.nn.functional" and tail in FUNCTIONAL_LOSSES:
+        if module == "torch.nn.functional" and tail in _FUNCTIONAL_LOSSES:
             return True
     dotted = dotted_name(call.func)
     if dotted is not None:
-        for value in assigned_values(ctx, dotted):
+        for value in _assigned_values(ctx, dotted):
             if not isinstance(value, cst.Call):
                 continue
-            constructors = {*qualified_names(ctx, value.func), callee_name(value) or ""}
+            constructors = {*_qualified_names(ctx, value.func), callee_name(value) or ""}
             if any(name.endswith("Loss") for name in constructors):
                 return True
         last = dotted.rsplit(".", 1)[-1].lower()
         if "criterion" in last or "loss" in last:
             return True
-    return not resolved and tail in FUNCTIONAL_LOSSES
+    return not resolved and tail in _FUNCTIONAL_LOSSES
 
 
-def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, object]:
+def _move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, object]:
     """Edits that move ``statement`` directly above ``anchor`` (same block).
 
     The moved line takes over the anchor's leading comments/blank lines so that a comment
@@ -300,9 +300,9 @@ def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode
     }
 
 
-def nearest_preceding_backward(ctx: Context, statement: cst.CSTNode) -> cst.CSTNode | None:
+def _nearest_preceding_backward(ctx: Context, statement: cst.CSTNode) -> cst.CSTNode | None:
     for candidate in reversed(list(ctx.preceding_statements(statement))):
-        if is_backward(candidate):
+        if _is_backward(candidate):
             return candidate
     return None
 
@@ -441,7 +441,7 @@ class DropBackward(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_backward(node)
+        return _is_backward(node)
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -491,7 +491,7 @@ class DropOptimizerStep(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_optimizer_step(node, ctx)
+        return _is_optimizer_step(node, ctx)
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -543,12 +543,12 @@ class StepBeforeBackward(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_optimizer_step(node, ctx) and nearest_preceding_backward(ctx, node) is not None
+        return _is_optimizer_step(node, ctx) and _nearest_preceding_backward(ctx, node) is not None
 
     def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
-        backward = nearest_preceding_backward(ctx, node)
+        backward = _nearest_preceding_backward(ctx, node)
         assert backward is not None
-        return move_before(node, backward)
+        return _move_before(node, backward)
 
 
 class StepOutsideBatchLoop(Operator):
@@ -599,7 +599,7 @@ class StepOutsideBatchLoop(Operator):
         return loop
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if not is_optimizer_step(node, ctx):
+        if not _is_optimizer_step(node, ctx):
             return False
         loop = self._loop(node, ctx)
         # Only the batch loop: one that also runs backward() (not a loop over param groups).
@@ -766,7 +766,7 @@ _NON_TENSOR_FUNCTIONS = frozenset(
 
 def _is_module_class(cls: cst.ClassDef, ctx: Context, seen: frozenset[str] = frozenset()) -> bool:
     for base in cls.bases:
-        if any(name.startswith("torch.nn.") for name in qualified_names(ctx, base.value)):
+        if any(name.startswith("torch.nn.") for name in _qualified_names(ctx, base.value)):
             return True
         base_name = dotted_name(base.value)
         if base_name is None or base_name in seen:
@@ -844,8 +844,8 @@ class _ForwardFlow:
         # Names bound by ``for layer in self.layers:``: calling them applies a layer.
         self.layer_names: set[str] = set()
         for loop in ctx.nodes_within(forward, cst.For):
-            if "self" in names_in(ctx, loop.iter):
-                self.layer_names |= names_in(ctx, loop.target)
+            if "self" in _names_in(ctx, loop.iter):
+                self.layer_names |= _names_in(ctx, loop.target)
 
     def _applies_layer(self, expr: cst.CSTNode) -> bool:
         for call in self.ctx.nodes_within(expr, cst.Call):
@@ -865,10 +865,10 @@ class _ForwardFlow:
         if isinstance(statement, cst.Assign):
             found: set[str] = set()
             for target in statement.targets:
-                found |= names_in(self.ctx, target.target)
+                found |= _names_in(self.ctx, target.target)
             return found
         if isinstance(statement, cst.AugAssign):
-            return names_in(self.ctx, statement.target)
+            return _names_in(self.ctx, statement.target)
         return set()
 
     def at_layer_output(self, site: cst.Assign) -> bool:
@@ -885,7 +885,7 @@ class _ForwardFlow:
         unpacked: set[str] = set()
         for statement in self.statements:
             if statement is site:
-                return bool(names_in(self.ctx, site.value) & unpacked)
+                return bool(_names_in(self.ctx, site.value) & unpacked)
             targets = self._targets(statement)
             expression = self._expression(statement)
             unpacked -= targets  # rebinding a name ends its life as an unpacked output
@@ -904,7 +904,7 @@ class _ForwardFlow:
         if (
             in_loop is not None
             and self.ctx.within(self.forward, in_loop)
-            and name in names_in(self.ctx, site.value)
+            and name in _names_in(self.ctx, site.value)
             and self._applies_layer(site.value)
         ):
             return True  # the next iteration feeds it to the layer again
@@ -917,7 +917,7 @@ class _ForwardFlow:
             expression = self._expression(statement)
             if not after or expression is None:
                 continue
-            if names_in(self.ctx, expression) & flow:
+            if _names_in(self.ctx, expression) & flow:
                 if self._applies_layer(expression):
                     return True
                 flow |= self._targets(statement)
@@ -993,7 +993,7 @@ class LossFromItem(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         assert isinstance(node, cst.Call)
-        if not is_loss_call(node, ctx) or in_no_grad(ctx, node):
+        if not _is_loss_call(node, ctx) or _in_no_grad(ctx, node):
             return False
         assign = self._assignment(node, ctx)
         if assign is None:
@@ -1028,15 +1028,15 @@ def _reaches_backward(ctx: Context, assign: cst.Assign, name: str) -> bool:
     """Does the value bound to ``name`` flow (through later assignments) into ``backward()``?"""
     flow = {name}
     for later in ctx.nodes(cst.Assign):
-        if later is assign or not same_scope(ctx, later, assign):
+        if later is assign or not _same_scope(ctx, later, assign):
             continue
-        if starts_before(ctx, assign, later) and names_in(ctx, later.value) & flow:
+        if _starts_before(ctx, assign, later) and _names_in(ctx, later.value) & flow:
             for target in later.targets:
                 if isinstance(target.target, cst.Name):
                     flow.add(target.target.value)
     return any(
-        starts_before(ctx, assign, call) and names_in(ctx, call) & flow
-        for call in backward_calls(ctx, assign)
+        _starts_before(ctx, assign, call) and _names_in(ctx, call) & flow
+        for call in _backward_calls(ctx, assign)
     )
 
 
@@ -1082,7 +1082,7 @@ class AccumulateLossGraph(Operator):
     )
 
     def _item_call(self, node: cst.AugAssign, ctx: Context) -> cst.Call | None:
-        if not isinstance(node.operator, cst.AddAssign) or in_no_grad(ctx, node):
+        if not isinstance(node.operator, cst.AddAssign) or _in_no_grad(ctx, node):
             return None
         candidates: list[cst.BaseExpression] = [node.value]
         while candidates:
@@ -1093,7 +1093,7 @@ class AccumulateLossGraph(Operator):
                 assert isinstance(expr.func, cst.Attribute)
                 receiver = dotted_name(expr.func.value)
                 if receiver is not None and any(
-                    receiver in dotted_names_in(ctx, call) for call in backward_calls(ctx, node)
+                    receiver in _dotted_names_in(ctx, call) for call in _backward_calls(ctx, node)
                 ):
                     return expr
         return None
@@ -1162,7 +1162,7 @@ class OptimizerPartialParams(Operator):
             return False
         if find_arg(constructor, "params", 0) is not arg:
             return False
-        kind = _kind_of_class(qualified_names(ctx, constructor.func), callee_name(constructor))
+        kind = _kind_of_class(_qualified_names(ctx, constructor.func), callee_name(constructor))
         return kind == "optimizer"
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
@@ -1209,7 +1209,7 @@ class DropGradClipping(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return expression_call(node) is not None and clip_call(node) is not None
+        return expression_call(node) is not None and _clip_call(node) is not None
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -1261,12 +1261,12 @@ class ClipBeforeBackward(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return clip_call(node) is not None and nearest_preceding_backward(ctx, node) is not None
+        return _clip_call(node) is not None and _nearest_preceding_backward(ctx, node) is not None
 
     def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
-        backward = nearest_preceding_backward(ctx, node)
+        backward = _nearest_preceding_backward(ctx, node)
         assert backward is not None
-        return move_before(node, backward)
+        return _move_before(node, backward)
 
 
 def _accumulation_divisor(expr: cst.BaseExpression) -> bool:
@@ -1332,7 +1332,7 @@ class UnscaledGradAccumulation(Operator):
             return False
         statement = ctx.statement_of(node)
         return self._about_loss(node.left, ctx) or (
-            statement is not None and is_backward(statement)
+            statement is not None and _is_backward(statement)
         )
 
     def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
@@ -1403,12 +1403,12 @@ class DropHiddenDetach(Operator):
         assign = node.body[0]
         if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
             return False
-        if ctx.enclosing(node, (cst.For, cst.While)) is None or in_no_grad(ctx, node):
+        if ctx.enclosing(node, (cst.For, cst.While)) is None or _in_no_grad(ctx, node):
             return False
         target = assign.targets[0].target
         parts = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
         state = [dotted_name(part) for part in parts]
-        if None in state or not set(state) <= dotted_names_in(ctx, assign.value):
+        if None in state or not set(state) <= _dotted_names_in(ctx, assign.value):
             return False  # only re-binding the same state to its detached self
         return any(
             "detach" in (callee_name(call) or "") or "repackage" in (callee_name(call) or "")
