@@ -817,8 +817,8 @@ def batch_not_moved(script: Script) -> Iterator[tuple[Node, str]]:
     for loop in script.ctx.nodes(cst.For):
         names = set(_target_names(loop.target))
         moved = script.calls_of("to_device", loop.body)
-        if not names or not moved:
-            continue  # a loop that moves nothing may get device-ready batches
+        if not names:
+            continue
         moved_code = " ".join(script.ctx.code(call.func) for call in moved)
         for name in sorted(names & _forward_arguments(script, loop.body)):
             if not re.search(rf"\b{re.escape(name)}\.(to|cuda)\b", moved_code):
