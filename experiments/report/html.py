@@ -9,6 +9,7 @@ piece of text from runs or operators goes through ``html.escape``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime, timezone
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -122,11 +123,11 @@ def _severity_cell(value: Any, disagree: bool) -> str:
 
 
 def _cards(symptoms: pd.DataFrame, runs: pd.DataFrame, loss: dict[str, Series]) -> str:
-    by_group = {key: frame for key, frame in runs.groupby(["loop", "device"], sort=False)}
-    cards = []
-    for index, row in enumerate(symptoms.to_dict("records")):
-        group = by_group.get((row["loop"], row["device"]), runs.iloc[0:0])
-        cards.append(_card(index, row, group, loss))
+    index = _RunIndex(runs)
+    cards = [
+        _card(position, row, index, loss)
+        for position, row in enumerate(symptoms.to_dict("records"))
+    ]
     return (
         "<section><h2>Mutants: loss curves against the reference</h2>"
         "<p class='legend'><span class='swatch' style='background:#bee3f8'></span>reference "
@@ -137,27 +138,54 @@ def _cards(symptoms: pd.DataFrame, runs: pd.DataFrame, loss: dict[str, Series]) 
     )
 
 
-def _card(index: int, row: dict[str, Any], group: pd.DataFrame, loss: dict[str, Series]) -> str:
-    seeds = set(json.loads(row.get("seeds") or "[]"))
-    reference_seeds = set(json.loads(row.get("reference_seeds") or "[]"))
-    mutant_runs = group[(group["identity"] == row["identity"]) & group["seed"].isin(seeds)]
-    reference_runs = group[(group["role"] == "reference") & group["seed"].isin(reference_seeds)]
-    reference = [loss[r] for r in reference_runs["run_id"] if r in loss]
+class _RunIndex:
+    """Runs by (loop, device, identity) and reference runs by (loop, device, seed)."""
+
+    COLUMNS = ("run_id", "loop", "device", "identity", "seed", "status", "role", "diff")
+
+    def __init__(self, runs: pd.DataFrame) -> None:
+        self.members: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        self.references: dict[tuple[str, str, int], list[str]] = {}
+        for run in runs[list(self.COLUMNS)].to_dict("records"):
+            group = (run["loop"], run["device"])
+            self.members.setdefault((*group, run["identity"]), []).append(run)
+            if run["role"] == "reference":
+                self.references.setdefault((*group, int(run["seed"])), []).append(run["run_id"])
+
+    def mutant_runs(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        seeds = set(json.loads(row.get("seeds") or "[]"))
+        runs = self.members.get((row["loop"], row["device"], row["identity"]), [])
+        return [run for run in runs if run["seed"] in seeds]
+
+    def reference_ids(self, row: dict[str, Any]) -> list[str]:
+        seeds = json.loads(row.get("reference_seeds") or "[]")
+        return [
+            run_id
+            for seed in seeds
+            for run_id in self.references.get((row["loop"], row["device"], int(seed)), [])
+        ]
+
+
+def _card(index: int, row: dict[str, Any], runs: _RunIndex, loss: dict[str, Series]) -> str:
+    mutant_runs = runs.mutant_runs(row)
+    reference = [loss[run_id] for run_id in runs.reference_ids(row) if run_id in loss]
     mutant = []
-    for run_id, seed, status in zip(
-        mutant_runs["run_id"], mutant_runs["seed"], mutant_runs["status"]
-    ):
-        series = loss.get(run_id)
+    for run in mutant_runs:
+        series = loss.get(run["run_id"])
         if series is not None:
-            mutant.append(Series(series.steps, series.values, f"seed {seed} ({status})"))
+            label = f"seed {run['seed']} ({run['status']})"
+            mutant.append(Series(series.steps, series.values, label))
     title = f"{row['loop']}: {row['variant']} vs reference"
     figure = band_svg(reference, mutant, title=title)
     if not any(series.values.size for series in mutant):
         figure += "<p class='muted'>The mutant recorded no loss (it stopped before a backward).</p>"
     statuses = ", ".join(
-        f"{count} {status}" for status, count in mutant_runs["status"].value_counts().items()
+        f"{count} {status}"
+        for status, count in Counter(run["status"] for run in mutant_runs).most_common()
     )
-    diff = next((d for d in mutant_runs["diff"] if isinstance(d, str) and d), "")
+    diff = next(
+        (run["diff"] for run in mutant_runs if isinstance(run["diff"], str) and run["diff"]), ""
+    )
     summary = _text(row.get("summary"))
     labels = _text(row.get("symptoms")) or "no stable label"
     unstable = _text(row.get("unstable"))

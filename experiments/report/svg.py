@@ -8,6 +8,7 @@ most ``BINS`` points (mean per bin) so a figure stays a few kilobytes.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -51,7 +52,9 @@ def band_svg(reference: Sequence[Series], mutant: Sequence[Series], *, title: st
     scale = _Scale(grid[-1], finite, log_scale)
     parts = [_frame(scale, title)]
     if ref_binned.shape[0]:
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            # Bins no reference run reaches (shorter runs) are all-NaN: they stay gaps.
+            warnings.simplefilter("ignore", RuntimeWarning)
             low = np.nanmin(ref_binned, axis=0)
             high = np.nanmax(ref_binned, axis=0)
             median = np.nanmedian(ref_binned, axis=0)
