@@ -442,15 +442,15 @@ def _touches_parameters(root: cst.CSTNode, ctx: Context) -> bool:
     Such blocks need ``no_grad`` to run at all; dropping it there is a crash, not the
     evaluation bug this module is about.
     """
-    for attribute in ctx.nodes_within(root, cst.Attribute):
-        if attribute.attr.value in ("grad", "data"):
-            return True
+    if any(a.attr.value == "grad" for a in ctx.nodes_within(root, cst.Attribute)):
+        return True  # p -= lr * p.grad
+    for target in ctx.nodes_within(root, cst.AssignTarget):
+        if isinstance(target.target, cst.Attribute) and target.target.attr.value == "data":
+            return True  # w.data = ...
     for call in ctx.nodes_within(root, cst.Call):
         method = method_name(call)
-        if method in ("parameters", "named_parameters"):
-            return True
         if method and method.endswith("_") and not method.startswith("_"):
-            return True  # in-place tensor method: p.mul_(), w.copy_(), ...
+            return True  # in-place tensor method: p.mul_(), w.copy_(), nn.init.zeros_(w)
     return False
 
 

@@ -92,6 +92,19 @@ def test_no_grad_recognised_under_every_spelling(opening):
     assert mutate(source, "drop_no_grad").endswith("\nout = model(x)\n")
 
 
+def test_no_grad_around_old_style_evaluation_code_is_a_site():
+    source = (
+        "import torch\n\n@torch.no_grad()\ndef evaluate(model, x):\n"
+        "    device = next(model.parameters()).device\n"
+        "    return model(x.to(device)).data.max(1)[1]\n"
+    )
+    assert mutate(source, "drop_no_grad").startswith("import torch\n\ndef evaluate(")
+    weights = (
+        "import torch\nwith torch.no_grad():\n    layer.weight.data = layer.weight.data * 0.5\n"
+    )
+    assert sites(weights, "drop_no_grad") == []
+
+
 @pytest.mark.parametrize(
     "imports", ["from torch import nn", "import torch.nn as nn", "import torch"]
 )
