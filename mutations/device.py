@@ -312,9 +312,7 @@ class DropModelToDevice(Operator):
 
     Bug: the batches are moved to the accelerator but the parameters are not. Impact: on a
     GPU the first forward raises a device-mismatch error; on a CPU-only run nothing
-    changes. (Built after the optimizer, a later ``.to()`` would also leave the optimizer
-    tracking the right tensors, since ``Module.to`` moves in place, so only the missing move
-    matters.) Losses such as ``nn.CrossEntropyLoss(weight=w).to(device)`` are not sites.
+    changes. Losses such as ``nn.CrossEntropyLoss(weight=w).to(device)`` are not sites.
     Fix: ``model.to(device)`` right after building it, before creating the optimizer.
     Check: a GPU run; assert ``next(model.parameters()).device == x.device`` in the step.
     """
