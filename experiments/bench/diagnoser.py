@@ -77,7 +77,7 @@ def _number(value: Any) -> float:
 @register
 class TrainwreckDiagnoser(DynamicDetector):
     name = "trainwreck-diagnoser"
-    summary = "gradient-boosted trees on scale-free signature features (DeepFD style)"
+    summary = "random forest on scale-free signature features (DeepFD style)"
     learned = True
     timeout_s = 30.0
 
@@ -86,13 +86,19 @@ class TrainwreckDiagnoser(DynamicDetector):
         self._model: Any = None
 
     def fit(self, runs: Sequence[RunInput]) -> None:
-        from sklearn.ensemble import HistGradientBoostingClassifier
+        from sklearn.ensemble import RandomForestClassifier
+        from sklearn.impute import SimpleImputer
+        from sklearn.pipeline import make_pipeline
 
         labels = [run_label(run) for run in runs]
         if len(set(labels)) < 2:
             raise DetectorError(f"needs at least two labels to learn, got {sorted(set(labels))}")
-        model = HistGradientBoostingClassifier(
-            max_iter=100, learning_rate=0.1, random_state=self.seed
+        # Missing features (a crash has no loss curve) become the median plus a flag column.
+        model = make_pipeline(
+            SimpleImputer(strategy="median", add_indicator=True, keep_empty_features=True),
+            RandomForestClassifier(
+                n_estimators=100, random_state=self.seed, class_weight="balanced"
+            ),
         )
         model.fit([features(run) for run in runs], labels)
         self._model = model
