@@ -2,7 +2,8 @@
 
 Task: scikit-learn's ``load_diabetes`` (442 patients, 10 features, a disease-progression
 score), 80/20 train/val split; inputs AND targets standardized with training statistics.
-Model: MLP 10 -> 32 -> 1 with ReLU, SGD with momentum and weight decay. Predictions are
+Model: MLP 10 -> 32 -> 1 with ReLU, SGD with momentum and weight decay, an ExponentialLR
+schedule stepped once per epoch. Predictions are
 (n, 1), so the targets are made (n, 1) too before ``MSELoss`` (a (n,) target would
 broadcast to (n, n)). The loop is deliberately flat: no helper functions, no classes
 besides the model.
@@ -39,6 +40,7 @@ BATCH_SIZE = 32
 LR = 0.003
 MOMENTUM = 0.9
 WEIGHT_DECAY = 1e-3
+LR_GAMMA = 0.95
 VAL_FRACTION = 0.2
 
 
@@ -94,6 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     optimizer = torch.optim.SGD(
         model.parameters(), lr=args.lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY
     )
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=LR_GAMMA)
 
     for epoch in range(1, args.epochs + 1):
         model.train()
@@ -106,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
             loss.backward()
             optimizer.step()
             total_loss += loss.item() * x.size(0)
+        scheduler.step()
         train_loss = total_loss / len(train_ds)
 
         model.eval()
