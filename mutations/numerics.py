@@ -500,17 +500,15 @@ class DropoutTooHigh(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        found = self._probability(node, ctx)
-        if found is None:
+        if not _is_dropout(node, ctx):
             return False
-        _, arg = found
-        current = 0.5 if arg is None else number_value(arg.value)
+        arg = _probability_arg(node, ctx)  # type: ignore[arg-type]
+        current = 0.5 if arg is None else number_value(arg.value)  # 0.5: PyTorch's default
         return current is None or current < self.params["p"]
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
-        found = self._probability(node, ctx)
-        assert isinstance(node, cst.Call) and found is not None
-        _, arg = found
+        assert isinstance(node, cst.Call)
+        arg = _probability_arg(node, ctx)
         value = _number(float(self.params["p"]))
         if arg is not None:
             return _with_arg_value(node, arg, value)
@@ -518,15 +516,20 @@ class DropoutTooHigh(Operator):
             return node.with_changes(args=[cst.Arg(value)])
         return with_keyword(node, "p", value)
 
-    def _probability(self, node: cst.CSTNode, ctx: Context) -> tuple[str, cst.Arg | None] | None:
-        """(form, the argument holding p or None when p is left at its 0.5 default)."""
-        if not isinstance(node, cst.Call):
-            return None
-        if _nn_class(node, ctx, _DROPOUT_CLASSES):
-            return "module", find_arg(node, keyword="p", position=0)
-        if _refers_to(node.func, ctx, _DROPOUT_FUNCTIONS) and node.args:
-            return "function", find_arg(node, keyword="p", position=1)
-        return None
+
+def _is_dropout(node: cst.CSTNode, ctx: Context) -> bool:
+    """``nn.Dropout(...)`` (and its 1d/2d/3d/alpha kin) or ``F.dropout(x, ...)``."""
+    if not isinstance(node, cst.Call):
+        return False
+    if _nn_class(node, ctx, _DROPOUT_CLASSES):
+        return True
+    return bool(node.args) and _refers_to(node.func, ctx, _DROPOUT_FUNCTIONS)
+
+
+def _probability_arg(node: cst.Call, ctx: Context) -> cst.Arg | None:
+    """The argument holding p (first for the module, after the tensor for the function)."""
+    position = 0 if _nn_class(node, ctx, _DROPOUT_CLASSES) else 1
+    return find_arg(node, keyword="p", position=position)
 
 
 _ADAM_FAMILY = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam")
