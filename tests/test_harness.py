@@ -26,7 +26,7 @@ def spec_for(name: str, *argv: str, seed: int = 0, **fields) -> RunSpec:
     )
 
 
-def mutant_spec(operator: str, seed: int = 0) -> RunSpec:
+def mutant_spec(operator: str, seed: int = 0, sample_every: int = 10) -> RunSpec:
     path = SCRIPTS / "train_tiny.py"
     source = SourceFile.from_path(str(path))
     (site,) = source.find_sites([get_operator(operator)])
@@ -38,6 +38,7 @@ def mutant_spec(operator: str, seed: int = 0) -> RunSpec:
         seed=seed,
         loop="train_tiny",
         mutant={**mutant.manifest_entry(), "diff": mutant.diff},
+        sample_every=sample_every,
     )
 
 
@@ -50,9 +51,9 @@ def sweep(tmp_path_factory):
     """One sweep shared by the tests below: a reference, two mutants, the mode script."""
     results = tmp_path_factory.mktemp("results")
     specs = [
-        spec_for("train_tiny", "--epochs", "2"),
+        spec_for("train_tiny", "--epochs", "2", sample_every=1),
         mutant_spec("drop_zero_grad"),
-        mutant_spec("zero_grad_after_backward"),
+        mutant_spec("zero_grad_after_backward", sample_every=1),
         spec_for("mode_mixups"),
         spec_for("train_tiny", "--epochs", "2", "--bogus"),
         RunSpec(
@@ -180,6 +181,9 @@ def test_same_seed_gives_bitwise_identical_trace_and_spawn_matches_fork(tmp_path
         ]
 
     assert len(curve(first)) == 48
+    sampled = [r["i"] for r in records(first, "step") if r["grad_norm"] is not None]
+    assert sampled == [10]  # every 10th step by default
+    assert records(first, "step")[9]["update_ratio"] > 0
     assert curve(first) == curve(second) == curve(fresh)
     other = spec_for("train_tiny", "--epochs", "2", "--seed", "4", seed=4)
     other_seed = run_sweep([other], tmp_path / "a")[0]

@@ -121,7 +121,7 @@ def _run(config: dict[str, Any], source: str) -> int:
 
     import torch
 
-    from experiments.harness.hooks import Telemetry
+    from experiments.harness.hooks import SAMPLE_EVERY, Telemetry
     from experiments.harness.writer import TraceWriter
 
     torch.set_num_threads(int(config.get("threads", 1)))
@@ -139,7 +139,7 @@ def _run(config: dict[str, Any], source: str) -> int:
         seed=seed,
         argv=list(config["argv"]),
     )
-    telemetry = Telemetry(writer, sample_every=int(config.get("sample_every", 1)))
+    telemetry = Telemetry(writer, sample_every=int(config.get("sample_every", SAMPLE_EVERY)))
     telemetry.install()
     telemetry_api.set_sink(lambda metrics: writer.record("report", **metrics))
 

@@ -3,21 +3,25 @@
 Nothing here needs the script's cooperation: a mutant cannot remove what it never sees,
 and a third-party script runs unchanged. What is hooked and why that hook:
 
-- ``torch.autograd.backward`` (which ``Tensor.backward`` calls) and ``Tensor.backward``:
-  the loss of every backward call. A depth counter keeps the nested call from counting
-  twice.
+- ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the loss of every
+  backward call. A depth counter keeps a nested call from counting twice.
 - global optimizer step pre/post hooks: the step count; on every ``sample_every``-th step
   the global gradient norm and the update/weight ratio, computed with fused
   ``torch._foreach_norm`` and kept as tensors until the writer flushes (no host sync per
   step).
-- global module forward pre/post hooks: a depth counter finds top-level forwards (not
-  nested in another module's forward); their first output tensor gets a gradient hook.
+- ``nn.Module.__call__``: a depth counter finds top-level forwards (not nested in another
+  module's forward); their first output tensor gets a gradient hook. (A wrapper of
+  ``__call__`` rather than global forward hooks: any global module hook sends every module
+  call down torch's slow hook path, which cost more than the rest of the telemetry.)
   A forward whose output received a gradient is a training forward (and counts as one
   "in eval mode" if the module was in ``eval()``); one that did not by the next optimizer
   step (or the end) is an eval forward, "with grad" if it built a graph for nothing.
 - the functional losses in ``torch.nn.functional`` (which the ``nn.*Loss`` modules call):
   the ``loss_fn`` record, so a mutant that never calls ``backward()`` still has a curve.
 - RSS from ``/proc/self/statm`` (one ``pread``), CUDA allocator peak when CUDA is in use.
+
+Values on the CPU are read at once (``item()`` costs less than keeping the tensor);
+values on an accelerator stay tensors until the writer's batched flush.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch.nn.modules import loss as loss_modules
-from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
 from experiments.harness.writer import TraceWriter
@@ -56,6 +59,10 @@ FUNCTIONAL_LOSSES = (
     "triplet_margin_loss",
     "ctc_loss",
 )
+# Gradient norm and update ratio every 10th step: on mlp_digits (about 1.4 ms a step on
+# one thread) sampling every step costs ~20% of step time, every 10th ~4% (benchmarked in
+# benchmarks/bench_harness.py).
+SAMPLE_EVERY = 10
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
@@ -84,7 +91,7 @@ def _first_tensor(output: Any) -> torch.Tensor | None:
 
 
 class Telemetry:
-    def __init__(self, writer: TraceWriter, sample_every: int = 1) -> None:
+    def __init__(self, writer: TraceWriter, sample_every: int = SAMPLE_EVERY) -> None:
         self.writer = writer
         self.sample_every = max(1, int(sample_every))
         self.backward_calls = 0
@@ -102,22 +109,24 @@ class Telemetry:
         self._last_step_time: float | None = None
         self._before_step: list[torch.Tensor] | None = None
         self._grad_norm: torch.Tensor | None = None
+        self._weight_norm = torch.ones(())
+        self._copies: dict[int, list[torch.Tensor]] = {}
         self._statm = os.open("/proc/self/statm", os.O_RDONLY) if os.path.exists("/proc") else -1
         self._undo: list[Callable[[], None]] = []
         self._forwards_written: tuple[int, ...] = ()
 
     # -- installation ---------------------------------------------------------------
     def install(self) -> None:
+        # Tensor.backward calls torch.autograd.backward through the module attribute, so
+        # one wrapper sees both spellings.
         self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward))
-        self._patch(torch.Tensor, "backward", self._wrap_backward(torch.Tensor.backward))
         for name in FUNCTIONAL_LOSSES:
             if hasattr(F, name):
                 self._patch(F, name, self._wrap_loss(getattr(F, name)))
+        self._patch(torch.nn.Module, "__call__", self._wrap_call(torch.nn.Module.__call__))
         handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_optimizer_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_optimizer_step),
-            module_hooks.register_module_forward_pre_hook(self._enter_forward),
-            module_hooks.register_module_forward_hook(self._leave_forward, always_call=True),
         ]
         self._undo.extend(handle.remove for handle in handles)
         self.writer.before_flush = self._append_forward_counters
@@ -151,7 +160,7 @@ class Telemetry:
 
     def _record_backward(self, tensors: Any) -> None:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
-        value = loss.detach() if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
+        value = _value(loss) if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
         self.writer.record("backward", i=self.backward_calls, loss=value, step=self.steps)
         self.backward_calls += 1
 
@@ -171,7 +180,7 @@ class Telemetry:
                 and result.requires_grad
                 and result.numel() == 1
             ):
-                telemetry.writer.record("loss_fn", i=telemetry.loss_fn_calls, loss=result.detach())
+                telemetry.writer.record("loss_fn", i=telemetry.loss_fn_calls, loss=_value(result))
                 telemetry.loss_fn_calls += 1
             return result
 
@@ -185,12 +194,21 @@ class Telemetry:
         if (self.steps + 1) % self.sample_every:
             return
         with torch.no_grad():
-            params = self._parameters(optimizer)
-            grads = [p.grad for p in params if p.grad is not None and not p.grad.is_sparse]
+            params = [p.detach() for p in self._parameters(optimizer)]
+            grads = [p.grad for p in self._parameters(optimizer) if p.grad is not None]
             try:
-                self._grad_norm = _global_norm(grads) if grads else torch.zeros(())
-                self._before_step = torch._foreach_mul([p.detach() for p in params], 1.0)
-            except RuntimeError:  # mixed devices, odd dtypes: skip this sample
+                # One fused norm call for gradients and weights; the weights are copied
+                # into buffers kept per optimizer, so sampling allocates nothing.
+                norms = torch.stack(torch._foreach_norm(grads + params))
+                self._grad_norm = torch.linalg.vector_norm(norms[: len(grads)])
+                self._weight_norm = torch.linalg.vector_norm(norms[len(grads) :])
+                before = self._copies.get(id(optimizer))
+                if before is None or len(before) != len(params):
+                    before = [torch.empty_like(p) for p in params]
+                    self._copies[id(optimizer)] = before
+                torch._foreach_copy_(before, params)
+                self._before_step = before
+            except RuntimeError:  # mixed devices or dtypes, sparse gradients: no sample
                 self._grad_norm, self._before_step = None, None
 
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any):
@@ -203,18 +221,22 @@ class Telemetry:
             with torch.no_grad():
                 params = [p.detach() for p in self._parameters(optimizer)]
                 try:
-                    delta = torch._foreach_sub(params, self._before_step)
-                    ratio = _global_norm(delta) / _global_norm(self._before_step).clamp_min(1e-30)
+                    torch._foreach_sub_(self._before_step, params)  # now holds -update
+                    update = torch.linalg.vector_norm(
+                        torch.stack(torch._foreach_norm(self._before_step))
+                    )
+                    ratio = _value(update / self._weight_norm.clamp_min(1e-30))
                 except RuntimeError:
                     ratio = None
+        grad_norm = None if self._grad_norm is None else _value(self._grad_norm)
         cuda_mb = None
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_initialized():
             cuda_mb = torch.cuda.max_memory_allocated() / 2**20
             self.peak_cuda_mb = cuda_mb
         self.writer.record(
             "step",
             i=self.steps,
-            grad_norm=self._grad_norm,
+            grad_norm=grad_norm,
             update_ratio=ratio,
             rss_mb=self.rss_mb(),
             cuda_mb=cuda_mb,
@@ -224,20 +246,32 @@ class Telemetry:
         self._settle_forwards()
 
     # -- forwards -------------------------------------------------------------------
-    def _enter_forward(self, module: torch.nn.Module, args: Any) -> None:
-        self._forward_depth += 1
+    def _wrap_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        telemetry = self
 
-    def _leave_forward(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        self._forward_depth -= 1
-        if self._forward_depth or isinstance(module, loss_modules._Loss):
-            return
+        @wraps(original)
+        def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+            telemetry._forward_depth += 1
+            try:
+                output = original(module, *args, **kwargs)
+            finally:
+                telemetry._forward_depth -= 1
+            if telemetry._forward_depth == 0 and not isinstance(module, loss_modules._Loss):
+                telemetry._top_level_forward(module, output)
+            return output
+
+        return call
+
+    def _top_level_forward(self, module: torch.nn.Module, output: Any) -> None:
         tensor = _first_tensor(output)
         if tensor is None:
             return
         if tensor.requires_grad and tensor.grad_fn is not None:
             pending = _Forward(module.training)
             self._pending_forwards.append(pending)
-            tensor.register_hook(lambda grad: self._got_gradient(pending))
+            # A hook on the output's autograd node (cheaper than Tensor.register_hook)
+            # fires when a gradient flows into the output.
+            tensor.grad_fn.register_prehook(lambda grads: self._got_gradient(pending))
         else:
             self.eval_forwards += 1
 
@@ -296,6 +330,13 @@ class Telemetry:
             return None
         fields = os.pread(self._statm, 128, 0).split()
         return round(int(fields[1]) * PAGE_MB, 2)
+
+
+def _value(tensor: torch.Tensor) -> float | torch.Tensor:
+    """A CPU scalar now; an accelerator's scalar later, in the writer's batched read."""
+    if tensor.is_cpu:
+        return tensor.item()
+    return tensor.detach().reshape(())
 
 
 def _global_norm(tensors: list[torch.Tensor]) -> torch.Tensor:

@@ -51,7 +51,7 @@ class RunSpec:
     timeout_s: float | None = None  # None: derived from the reference run of the group
     mem_cap_mb: int = 2048  # above the child's memory at start
     threads: int = 1
-    sample_every: int = 1  # gradient norm / update ratio on every k-th optimizer step
+    sample_every: int = 10  # gradient norm / update ratio on every k-th optimizer step
     invalid_reason: str | None = None
 
     @property

@@ -16,6 +16,7 @@ import math
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ class TraceWriter:
     ) -> None:
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (lives as long as the run)
         self.t0 = time.perf_counter() if t0 is None else t0
-        self._pending: list[dict[str, Any]] = []
+        self._pending: deque[tuple[str, float, dict[str, Any]]] = deque()
         self._flush_every = flush_every
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -80,16 +81,16 @@ class TraceWriter:
         self._stopped.set()
 
     def append(self, kind: str, **fields: Any) -> None:
-        """Queue a record without flushing."""
-        if self._forked_away:
-            return
-        record = {"kind": kind, "t": round(time.perf_counter() - self.t0, 6), **fields}
-        with self._lock:
-            self._pending.append(record)
+        """Queue a record without flushing (deque appends need no lock)."""
+        if not self._forked_away:
+            self._pending.append((kind, time.perf_counter(), fields))
 
     def record(self, kind: str, **fields: Any) -> None:
-        self.append(kind, **fields)
-        if len(self._pending) >= self._flush_every:
+        if self._forked_away:
+            return
+        pending = self._pending
+        pending.append((kind, time.perf_counter(), fields))
+        if len(pending) >= self._flush_every:
             self.flush()
 
     def write_now(self, kind: str, **fields: Any) -> None:
@@ -110,16 +111,24 @@ class TraceWriter:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
-        pending, self._pending = self._pending, []
+        queued = self._pending
+        pending = [queued.popleft() for _ in range(len(queued))]
         if pending:
-            _resolve_tensors(pending)
+            t0 = self.t0
+            records = [
+                {"kind": kind, "t": round(when - t0, 6), **fields} for kind, when, fields in pending
+            ]
+            _resolve_tensors(records)
             lines = []
-            for record in pending:
+            for record in records:
                 if self.first_nonfinite is None and record["kind"] in LOSS_KINDS:
                     loss = record.get("loss")
                     if isinstance(loss, float) and not math.isfinite(loss):
                         self.first_nonfinite = (record["kind"], record.get("i", -1))
-                lines.append(json.dumps(_clean(record), allow_nan=False))
+                try:  # the C encoder, when every value is plain and finite
+                    lines.append(json.dumps(record, allow_nan=False))
+                except (TypeError, ValueError):
+                    lines.append(json.dumps(_clean(record), allow_nan=False))
             self._file.write("\n".join(lines) + "\n")
         self._file.flush()
 
@@ -131,20 +140,17 @@ class TraceWriter:
 
 
 def _resolve_tensors(records: list[dict[str, Any]]) -> None:
-    """Replace every scalar tensor value by its float, one transfer per device."""
-    by_device: dict[torch.device, list[tuple[dict[str, Any], str, torch.Tensor]]] = {}
+    """Replace every scalar tensor value by its float, one transfer per device and dtype."""
+    groups: dict[tuple[torch.device, torch.dtype], list[tuple[dict[str, Any], str, Any]]] = {}
     for record in records:
         for key, value in record.items():
             if isinstance(value, torch.Tensor):
-                by_device.setdefault(value.device, []).append((record, key, value))
-    for device, slots in by_device.items():
-        dtype = torch.float32 if device.type == "mps" else torch.float64
+                groups.setdefault((value.device, value.dtype), []).append((record, key, value))
+    for slots in groups.values():
         try:
-            with torch.no_grad():
-                stacked = torch.stack([t.detach().reshape(()).to(dtype) for _, _, t in slots])
-            values = stacked.tolist()
+            values = torch.stack([tensor.reshape(()) for _, _, tensor in slots]).tolist()
         except RuntimeError:  # e.g. a non-scalar slipped in: fall back one by one
-            values = [_scalar_or_none(t) for _, _, t in slots]
+            values = [_scalar_or_none(tensor) for _, _, tensor in slots]
         for (record, key, _), value in zip(slots, values):
             record[key] = value
 
