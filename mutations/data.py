@@ -353,9 +353,9 @@ def _head_bound(sub: cst.CSTNode) -> str | None:
 
 
 def _tail_bound(sub: cst.CSTNode) -> str | None:
-    """``K`` of ``B[K:]``."""
+    """``K`` of ``B[K:]``, or of ``B[K:-n_test]`` in a three-way split."""
     part = _single_slice(sub)
-    if part is None or part.lower is None or part.upper is not None:
+    if part is None or part.lower is None:
         return None
     return _compact(part.lower)
 
@@ -1415,6 +1415,10 @@ class TrainValLeakage(Operator):
         Example(
             before="val_idx, train_idx = perm[:n_val], perm[n_val:]\n",
             after="val_idx, train_idx = perm[:n_val], perm\n",
+        ),
+        Example(
+            before="tr, va, te = perm[:n_train], perm[n_train:-n_test], perm[-n_test:]\n",
+            after="tr, va, te = perm, perm[n_train:-n_test], perm[-n_test:]\n",
         ),
         Example(
             before=(
