@@ -103,46 +103,75 @@ FEATURES = (
 )
 
 
+Kinds = Mapping[str, list[dict[str, Any]]]
+LossCurve = tuple[np.ndarray, np.ndarray, str]  # (steps, losses, source)
+
+
 def signature(
     records: list[dict[str, Any]], result: Mapping[str, Any], *, n_classes: int | None
 ) -> dict[str, Feature]:
     """All features of one run (see the module docstring); missing ones are ``None``."""
+    return signature_of(split_by_kind(records), result, n_classes=n_classes)
+
+
+def split_by_kind(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Records grouped by ``kind`` in one pass (every feature reads one or two kinds)."""
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        kinds.setdefault(record.get("kind"), []).append(record)
+    return kinds
+
+
+def signature_of(
+    kinds: Kinds,
+    result: Mapping[str, Any],
+    *,
+    n_classes: int | None,
+    loss: LossCurve | None = None,
+) -> dict[str, Feature]:
+    """``signature`` on records already split by kind (``loss``: a precomputed curve)."""
     features: dict[str, Feature] = dict.fromkeys(FEATURES)
-    reports = [r for r in records if r.get("kind") == "report"]
+    reports = kinds.get("report", [])
     n_classes = n_classes or _reported_int(reports, "n_classes")
-    _, losses, _ = loss_curve(records)
+    _, losses, _ = loss if loss is not None else loss_curve_of(kinds)
     features.update(_loss_features(losses, n_classes))
     features.update(_validation_features(reports, features["final_loss"], n_classes))
-    steps = [r for r in records if r.get("kind") == "step"]
-    features.update(_step_features(steps))
-    features.update(_counter_features(records, result))
+    features.update(_step_features(kinds.get("step", [])))
+    features.update(_counter_features(kinds, result))
     if features["time_per_step"] is None and features["wall_s"] and features["optimizer_steps"]:
         # Without per-step timing, wall time per step is the next best (includes start-up).
         features["time_per_step"] = float(features["wall_s"]) / int(features["optimizer_steps"])
     return features
 
 
-def loss_curve(records: Iterable[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, str]:
+def loss_curve(records: Iterable[dict[str, Any]]) -> LossCurve:
     """(steps, losses, source) of the run's training loss; source names where it came from.
 
     ``backward`` losses are preferred; a script that never calls ``backward()`` still
     shows its ``loss_fn`` outputs, and failing that the per-epoch ``train_loss`` it reported.
     """
-    by_kind: dict[str, list[tuple[float, float]]] = {"backward": [], "loss_fn": [], "report": []}
-    for record in records:
-        kind = record.get("kind")
-        if kind in ("backward", "loss_fn"):
-            index = record.get("i", len(by_kind[kind]))
-            by_kind[kind].append((index, _as_float(record.get("loss"))))
-        elif kind == "report" and "train_loss" in record:
-            index = record.get("epoch", len(by_kind["report"]))
-            by_kind["report"].append((index, _as_float(record.get("train_loss"))))
-    for source in ("backward", "loss_fn", "report"):
-        points = by_kind[source]
+    return loss_curve_of(split_by_kind(records))
+
+
+def loss_curve_of(kinds: Kinds) -> LossCurve:
+    for source, value_key, index_key in (
+        ("backward", "loss", "i"),
+        ("loss_fn", "loss", "i"),
+        ("report", "train_loss", "epoch"),
+    ):
+        points = [r for r in kinds.get(source, ()) if value_key in r]
         if points:
-            steps, values = zip(*points)
-            return np.asarray(steps, dtype=float), np.asarray(values, dtype=float), source
+            steps = floats([r.get(index_key, k) for k, r in enumerate(points)])
+            return steps, floats([r[value_key] for r in points]), source
     return np.empty(0), np.empty(0), "none"
+
+
+def floats(values: list[Any]) -> np.ndarray:
+    """Trace values as a float array: numbers, "nan"/"inf" strings; None and junk as NaN."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return np.asarray([_as_float(value) for value in values], dtype=float)
 
 
 def smoothing_window(n: int) -> int:
@@ -286,7 +315,7 @@ def _step_features(steps: list[dict[str, Any]]) -> dict[str, Feature]:
     out: dict[str, Feature] = {}
     if not steps:
         return out
-    index = np.asarray([s.get("i", k + 1) for k, s in enumerate(steps)], dtype=float)
+    index = floats([s.get("i", k + 1) for k, s in enumerate(steps)])
     grad = _column(steps, "grad_norm")
     grad_ok = np.isfinite(grad)
     if grad_ok.any():
@@ -314,13 +343,11 @@ def _step_features(steps: list[dict[str, Any]]) -> dict[str, Feature]:
     return out
 
 
-def _counter_features(
-    records: list[dict[str, Any]], result: Mapping[str, Any]
-) -> dict[str, Feature]:
+def _counter_features(kinds: Kinds, result: Mapping[str, Any]) -> dict[str, Feature]:
     counters: dict[str, Any] = {}
-    for record in records:
-        if record.get("kind") in ("forwards", "end"):
-            counters.update({k: v for k, v in record.items() if isinstance(v, int | float)})
+    # The end record, written last, holds the final counters; the result row overrides both.
+    for record in [*kinds.get("forwards", ()), *kinds.get("end", ())]:
+        counters.update({k: v for k, v in record.items() if isinstance(v, int | float)})
     for key in (
         "train_forwards",
         "train_forwards_eval_mode",
@@ -330,13 +357,14 @@ def _counter_features(
         if result.get(key) is not None:
             counters[key] = result[key]
     out: dict[str, Feature] = {}
-    step_records = [r.get("i", 0) for r in records if r.get("kind") == "step"]
     steps = result.get("steps")
-    out["optimizer_steps"] = int(steps) if steps is not None else max(step_records, default=0)
+    if steps is None:
+        steps = max((r.get("i", 0) for r in kinds.get("step", ())), default=0)
+    out["optimizer_steps"] = int(steps)
     backward = result.get("backward_calls")
-    if backward is None:
-        backward = sum(1 for r in records if r.get("kind") == "backward")
-    out["backward_calls"] = int(backward)
+    out["backward_calls"] = int(
+        backward if backward is not None else len(kinds.get("backward", ()))
+    )
     train = counters.get("train_forwards")
     if train:
         out["eval_mode_train_frac"] = counters.get("train_forwards_eval_mode", 0) / train
@@ -352,7 +380,7 @@ def _counter_features(
 
 
 def _column(records: list[dict[str, Any]], key: str) -> np.ndarray:
-    return np.asarray([_as_float(r.get(key)) for r in records], dtype=float)
+    return floats([r.get(key) for r in records])
 
 
 def _as_float(value: Any) -> float:

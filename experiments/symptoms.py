@@ -56,9 +56,9 @@ below 80% is reported as unstable. Each seed's severity is the worst of its labe
 exceeded in at least half of its seeds (a median that rounds toward the worse level).
 
 Mutant-level effect sizes (reported, not used for labels): Cohen's d with a pooled SD
-floored as above, Cliff's delta, and, for features where |d| > 3, a two-sided Mann-Whitney
-U p-value when both sides have at least ``MIN_SEEDS_FOR_TEST`` finite values (with 5 seeds
-against 5 the smallest possible p is 0.008).
+floored as above, Cliff's delta, and a two-sided Mann-Whitney U p-value when both sides
+have at least ``MIN_SEEDS_FOR_TEST`` finite values (with 5 seeds against 5 the smallest
+possible p is 0.008).
 
 Control: the unmutated loop on seeds no mutant used is judged exactly like a mutant under
 the name ``noop``; its non-silent share is the false-positive rate (goal <= 5%).
@@ -537,15 +537,18 @@ def _summary(
         "label_fractions": json.dumps(fractions, sort_keys=True),
     }
     effects = {}
-    for feature in JUDGED_FEATURES:
-        mutant_values = table.values(feature, members)
-        ref_values = table.values(feature, ref_positions, ok_only=True)
+    samples = {
+        feature: (
+            table.values(feature, members),
+            table.values(feature, ref_positions, ok_only=True),
+        )
+        for feature in JUDGED_FEATURES
+    }
+    p_values = rank_tests(samples)
+    for feature, (mutant_values, ref_values) in samples.items():
         d = cohens_d(mutant_values, ref_values, feature)
         row[f"d_{feature}"] = d
-        # The rank test is costly (scipy's wrapper, ~ms a call) and only worth reading
-        # where the effect is meaningful, so it runs there alone.
-        meaningful = d is not None and abs(d) > EFFECT_Z
-        row[f"p_{feature}"] = rank_test(mutant_values, ref_values) if meaningful else None
+        row[f"p_{feature}"] = p_values[feature]
         row[f"cliff_{feature}"] = cliffs_delta(mutant_values, ref_values)
         if d is not None:
             effects[feature] = d
@@ -617,11 +620,37 @@ def cliffs_delta(mutant: np.ndarray, reference: np.ndarray) -> float | None:
 
 def rank_test(mutant: np.ndarray, reference: np.ndarray) -> float | None:
     """Two-sided Mann-Whitney U p-value, or None with too few seeds to mean anything."""
-    if mutant.size < MIN_SEEDS_FOR_TEST or reference.size < MIN_SEEDS_FOR_TEST:
-        return None
-    if np.ptp(np.concatenate([mutant, reference])) == 0:
-        return 1.0
-    return float(mannwhitneyu(mutant, reference, alternative="two-sided").pvalue)
+    return rank_tests({"": (mutant, reference)})[""]
+
+
+def rank_tests(samples: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float | None]:
+    """``rank_test`` for many features at once.
+
+    Features with the same sample sizes go to scipy in one vectorised call: one call per
+    feature costs ~0.6 ms in scipy's wrapper alone, minutes over a full catalog.
+    """
+    p_values: dict[str, float | None] = dict.fromkeys(samples)
+    # Grouped by shape and by the method scipy's "auto" would pick for that pair (exact
+    # for a small sample without ties), so each p equals what a single call returns.
+    batches: dict[tuple[int, int, str], list[str]] = {}
+    for name, (mutant, reference) in samples.items():
+        if mutant.size < MIN_SEEDS_FOR_TEST or reference.size < MIN_SEEDS_FOR_TEST:
+            continue
+        pooled = np.concatenate([mutant, reference])
+        if np.ptp(pooled) == 0:
+            p_values[name] = 1.0  # nothing to rank: scipy would divide by zero
+            continue
+        ties = np.unique(pooled).size < pooled.size
+        small = min(mutant.size, reference.size) <= 8
+        method = "exact" if small and not ties else "asymptotic"
+        batches.setdefault((mutant.size, reference.size, method), []).append(name)
+    for (_, _, method), names in batches.items():
+        mutants = np.stack([samples[name][0] for name in names])
+        references = np.stack([samples[name][1] for name in names])
+        result = mannwhitneyu(mutants, references, alternative="two-sided", axis=1, method=method)
+        for name, p in zip(names, np.atleast_1d(result.pvalue)):
+            p_values[name] = float(p)
+    return p_values
 
 
 def noop_false_positives(

@@ -31,6 +31,7 @@ MUTANTS = (
     ("nan", "toy.py::train::no_such_operator#0", ("no_such_operator",)),
 )
 STEPS = 120
+BEHAVIOURS_MIX = ("flat", "diverge", "healthy", "slow", "nan", "crash_start", "spiky")
 N_RUNS = len(REFERENCE_SEEDS) * (1 + len(MUTANTS)) + len(NOOP_SEEDS)
 
 
@@ -200,7 +201,7 @@ def test_report_on_a_full_size_catalog_is_fast(tmp_path):
     """~2000 runs of ~1000 trace records: the cached rebuild must stay well under 30 s."""
     for index in range(7):
         mutants = [
-            (("flat", "diverge", "healthy", "slow")[k % 4], f"l.py::f::op{k}#0", (f"op{k}",))
+            (BEHAVIOURS_MIX[k % len(BEHAVIOURS_MIX)], f"l.py::f::op{k}#0", (f"op{k}",))
             for k in range(57)
         ]
         write_study(tmp_path, mutants=mutants, steps=500, loop=f"loop{index}")

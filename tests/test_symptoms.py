@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from fixtures_runs import NOOP_SEEDS, REFERENCE_SEEDS, RunSpec, write_run, write_study
+from scipy.stats import mannwhitneyu
 
 from experiments.catalog import build_tables, load_runs
 from experiments.symptoms import (
@@ -19,6 +20,7 @@ from experiments.symptoms import (
     label_fractions,
     measured_severity,
     rank_test,
+    rank_tests,
     spread_floor,
 )
 
@@ -151,6 +153,20 @@ def test_rank_test_needs_enough_seeds_and_separates_clear_differences():
     p = rank_test(np.arange(5.0), np.arange(10.0, 15.0))
     assert p is not None and p < 0.01
     assert rank_test(np.ones(4), np.ones(4)) == 1.0
+
+
+def test_batched_rank_tests_equal_single_scipy_calls():
+    rng = np.random.default_rng(7)
+    samples = {f"shift{i}": (rng.normal(size=5) + 0.4 * i, rng.normal(size=5)) for i in range(5)}
+    samples["ties"] = (np.array([1.0, 1, 2, 2, 3]), np.array([1.0, 2, 2, 3, 3]))
+    samples["sizes"] = (rng.normal(size=4), rng.normal(size=12))
+    samples["too_few"] = (np.array([1.0, 2.0]), np.array([1.0, 2.0, 3.0]))
+    got = rank_tests(samples)
+    assert got["too_few"] is None
+    for name, (mutant, reference) in samples.items():
+        if name != "too_few":
+            expected = mannwhitneyu(mutant, reference, alternative="two-sided").pvalue
+            assert got[name] == pytest.approx(expected, rel=1e-9), name
 
 
 def test_cliffs_delta_bounds():

@@ -72,8 +72,9 @@ def render_study_md(tables: CatalogTables) -> str:
             item[0],
         ),
     )
+    diffs = _diffs_by_identity(tables.runs)
     for number, (operator, group) in enumerate(ordered, start=1):
-        lines += _operator_section(number, operator, group, tables)
+        lines += _operator_section(number, operator, group, tables, diffs)
     return "\n".join(lines)
 
 
@@ -85,7 +86,11 @@ def operator_severity(group: pd.DataFrame) -> str:
 
 
 def _operator_section(
-    number: int, operator: str, group: pd.DataFrame, tables: CatalogTables
+    number: int,
+    operator: str,
+    group: pd.DataFrame,
+    tables: CatalogTables,
+    diffs: dict[str, tuple[str, str]],
 ) -> list[str]:
     info = tables.operators.get(operator)
     measured = operator_severity(group)
@@ -106,7 +111,7 @@ def _operator_section(
     lines += [f"**The bug.** {bug}", ""]
     if sections.get("Impact"):
         lines += [f"**Documented impact.** {sections['Impact']}", ""]
-    diff, where = _minimal_diff(group, tables.runs)
+    diff, where = _minimal_diff(group, diffs)
     lines += [f"**Minimal diff** ({where}):" if where else "**Minimal diff:**", ""]
     lines += (["```diff", diff.rstrip("\n"), "```"] if diff else ["(no diff recorded)"]) + [""]
     lines += ["**What the curve does.**", ""]
@@ -160,13 +165,22 @@ def control_line(control: dict[str, Any]) -> str:
     )
 
 
-def _minimal_diff(group: pd.DataFrame, runs: pd.DataFrame) -> tuple[str, str]:
+def _diffs_by_identity(runs: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """identity -> (loop, diff) of the first run that recorded a diff."""
+    diffs: dict[str, tuple[str, str]] = {}
+    for identity, loop, diff in zip(runs["identity"], runs["loop"], runs["diff"]):
+        if isinstance(diff, str) and diff and identity not in diffs:
+            diffs[identity] = (loop, diff)
+    return diffs
+
+
+def _minimal_diff(group: pd.DataFrame, diffs: dict[str, tuple[str, str]]) -> tuple[str, str]:
     """The shortest recorded diff among the operator's mutants, and where it comes from."""
-    candidates = runs[runs["identity"].isin(group["identity"]) & runs["diff"].fillna("").ne("")]
-    if candidates.empty:
+    found = [(diffs[i][1], diffs[i][0], i) for i in group["identity"] if i in diffs]
+    if not found:
         return "", ""
-    best = candidates.loc[candidates["diff"].str.len().idxmin()]
-    return str(best["diff"]), f"`{best['loop']}`, `{best['identity']}`"
+    diff, loop, identity = min(found, key=lambda item: len(item[0]))
+    return diff, f"`{loop}`, `{identity}`"
 
 
 def _cell(value: Any) -> str:
