@@ -166,7 +166,7 @@ def _score(argv: list[str]) -> int:
         if detector.inputs == "source":
             cases = _source_cases(source_cases, loops, args)
         else:
-            cases = run_cases(results_dir, [p.stem for p in loops])
+            cases = run_cases(results_dir, args.loops)
             if not cases:
                 print(f"{detector.name}: no stored runs under {results_dir}/runs", file=sys.stderr)
         report = score.run_detector(detector, cases, args.timeout, _progress(detector.name))

@@ -205,7 +205,9 @@ def summarize(outcomes: list[Outcome], tolerance: int = 0) -> dict[str, Any]:
         != clean_keys.get((o.case.loop, o.case.seed), clean_by_loop.get(o.case.loop, frozenset()))
     ]
     steps = [o.first_step for o in detected if o.first_step is not None]
-    located = [o for o in detected if o.case.truth.mutant_lines]
+    # Detectors that never report lines (run-level ones) have no localization at all.
+    reports_lines = any(f.line is not None for o in outcomes for f in o.findings)
+    located = [o for o in detected if o.case.truth.mutant_lines] if reports_lines else []
     return {
         "cases": len(outcomes),
         "mutants": len(mutants),
@@ -243,7 +245,8 @@ def per_group(outcomes: list[Outcome], key: str, tolerance: int = 0) -> list[dic
                 "detected": len(detected),
                 "detection_rate": _rate(len(detected), len(members)),
                 "localization": _rate(
-                    sum(1 for o in detected if o.localized(tolerance)), len(detected)
+                    sum(1 for o in detected if o.localized(tolerance)),
+                    len(detected) if any(f.line for o in detected for f in o.findings) else 0,
                 ),
                 "category_accuracy": _rate(
                     sum(1 for o in detected if o.category_correct), len(detected)
