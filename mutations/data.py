@@ -269,7 +269,10 @@ def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cs
     if len(args) < 2 or any(arg.keyword is not None or arg.star for arg in args):
         return None
     if _is_tensor_dataset(call, ctx):
-        position = len(args) - 1
+        # With three tensors (inputs, mask, labels? weights?) the labels are a guess.
+        if len(args) != 2:
+            return None
+        position = 1
     elif custom:
         position = _custom_dataset_label_position(call, ctx)
         if position is None:
@@ -690,6 +693,7 @@ class ShiftLabels(Operator):
     non_examples = (
         "val_ds = TensorDataset(X_val, y_val)\n",
         "ds = TensorDataset(X)\n",
+        "ds = TensorDataset(X, mask, y)\n",
         "class Chars(Dataset):\n    def __getitem__(self, i):\n        return self.data[i:i + 8]\n",
         "def lookup(table, idx):\n    return table.x[idx], table.y[idx]\n",
     )
@@ -904,8 +908,9 @@ class NoShuffle(Operator):
     ``randperm`` becomes ``arange``), so every epoch sees the same batches in the same
     order. Impact: with data stored sorted by class, each batch is one class and SGD
     chases it, so the loss oscillates and accuracy suffers badly; with data already
-    randomly permuted (our loops split with ``randperm``) the effect is small, hence
-    ``silent``. Fix: ``shuffle=True`` for training loaders. Check: print the labels of
+    randomly permuted (our classifiers split with ``randperm``) the effect is within
+    noise, hence ``silent``, but consecutive language-model chunks read in text order
+    train measurably worse. Fix: ``shuffle=True`` for training loaders. Check: print the labels of
     the first batches of two epochs (identical), or watch for a loss that repeats a
     periodic pattern every epoch.
     """
@@ -968,6 +973,8 @@ class DropInputNormalization(Operator):
     ``transforms.Normalize`` is deleted. Impact: features on large or uneven scales
     make the loss surface ill-conditioned: a larger initial loss, slower and noisier
     convergence, sometimes divergence at a learning rate tuned for normalized inputs.
+    How much depends on the raw scale: features spanning 0.001..1000 hurt badly, while
+    BatchNorm after the first layer or pixels in 0..16 with Adam absorb it.
     Fix: standardize inputs with training-set statistics. Check: print input
     statistics of the first batch (mean far from 0, std far from 1); an init-loss
     check and the loss curve against the reference.
