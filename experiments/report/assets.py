@@ -45,6 +45,7 @@ pre.diff { background: #f7fafc; border: 1px solid var(--line); padding: 6px 8px;
        max-height: 260px; margin: 6px 0 0; }
 pre.diff .add { color: #22543d; background: #f0fff4; display: block; }
 pre.diff .del { color: #742a2a; background: #fff5f5; display: block; }
+.advice { font-size: 12px; margin: 6px 0 0; }
 details summary { cursor: pointer; color: var(--accent); }
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from experiments.report.assets import SCRIPT, STYLE
-from experiments.report.markdown import control_line, overview_line
+from experiments.report.markdown import control_line, overview_line, sentence
+from experiments.report.operators import OperatorInfo
 from experiments.report.svg import Series, band_svg
 from experiments.symptoms import SEVERITY_ORDER, SUMMARY_FEATURES
 
@@ -70,7 +72,7 @@ def render_report_html(tables: CatalogTables) -> str:
         parts.append("<p>No mutants were judged.</p>")
     else:
         parts.append(_table(symptoms))
-        parts.append(_cards(symptoms, tables.runs, loss))
+        parts.append(_cards(symptoms, tables.runs, loss, tables.operators))
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts)
 
@@ -122,10 +124,15 @@ def _severity_cell(value: Any, disagree: bool) -> str:
     )
 
 
-def _cards(symptoms: pd.DataFrame, runs: pd.DataFrame, loss: dict[str, Series]) -> str:
+def _cards(
+    symptoms: pd.DataFrame,
+    runs: pd.DataFrame,
+    loss: dict[str, Series],
+    operators: Mapping[str, OperatorInfo],
+) -> str:
     index = _RunIndex(runs)
     cards = [
-        _card(position, row, index, loss)
+        _card(position, row, index, loss, operators.get(row["operator"]))
         for position, row in enumerate(symptoms.to_dict("records"))
     ]
     return (
@@ -141,7 +148,18 @@ def _cards(symptoms: pd.DataFrame, runs: pd.DataFrame, loss: dict[str, Series]) 
 class _RunIndex:
     """Runs by (loop, device, identity) and reference runs by (loop, device, seed)."""
 
-    COLUMNS = ("run_id", "loop", "device", "identity", "seed", "status", "role", "diff")
+    COLUMNS = (
+        "run_id",
+        "loop",
+        "device",
+        "identity",
+        "seed",
+        "status",
+        "role",
+        "diff",
+        "exc_type",
+        "exc_message",
+    )
 
     def __init__(self, runs: pd.DataFrame) -> None:
         self.members: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -166,7 +184,13 @@ class _RunIndex:
         ]
 
 
-def _card(index: int, row: dict[str, Any], runs: _RunIndex, loss: dict[str, Series]) -> str:
+def _card(
+    index: int,
+    row: dict[str, Any],
+    runs: _RunIndex,
+    loss: dict[str, Series],
+    info: OperatorInfo | None,
+) -> str:
     mutant_runs = runs.mutant_runs(row)
     reference = [loss[run_id] for run_id in runs.reference_ids(row) if run_id in loss]
     mutant = []
@@ -186,6 +210,14 @@ def _card(index: int, row: dict[str, Any], runs: _RunIndex, loss: dict[str, Seri
     diff = next(
         (run["diff"] for run in mutant_runs if isinstance(run["diff"], str) and run["diff"]), ""
     )
+    error = next((run for run in mutant_runs if _text(run["exc_type"])), None)
+    error_line = (
+        f"<p class='muted'>error (seed {escape(_text(error['seed']))}): "
+        f"<code>{escape(_text(error['exc_type']))}: {escape(_text(error['exc_message'])[:300])}"
+        "</code></p>"
+        if error
+        else ""
+    )
     summary = _text(row.get("summary"))
     labels = _text(row.get("symptoms")) or "no stable label"
     unstable = _text(row.get("unstable"))
@@ -198,8 +230,8 @@ def _card(index: int, row: dict[str, Any], runs: _RunIndex, loss: dict[str, Seri
         + f"<p>measured {_severity_badge(row.get('measured'))} expected "
         f"{_severity_badge(row.get('expected'))} &#183; labels: {escape(labels)}"
         + (f" &#183; unstable: {escape(unstable)}" if unstable else "")
-        + f" &#183; runs: {escape(statuses or 'none')}</p>"
-        f"<div class='body'><div>{figure}</div>{_numbers(row)}</div>"
+        + f" &#183; runs: {escape(statuses or 'none')}</p>{error_line}"
+        f"<div class='body'><div>{figure}</div>{_numbers(row)}</div>{_advice(info)}"
         + (
             f"<details><summary>diff</summary>{_diff_html(diff)}</details>"
             if diff
@@ -207,6 +239,18 @@ def _card(index: int, row: dict[str, Any], runs: _RunIndex, loss: dict[str, Seri
         )
         + "</article>"
     )
+
+
+def _advice(info: OperatorInfo | None) -> str:
+    """The operator's documented check and fix, where it has them."""
+    if info is None:
+        return ""
+    parts = [
+        f"<b>{name}:</b> {escape(sentence(info.sections[key]))}"
+        for key, name in (("Check", "Check that exposes it"), ("Fix", "Fix"))
+        if info.sections.get(key)
+    ]
+    return f"<p class='advice'>{' &#183; '.join(parts)}</p>" if parts else ""
 
 
 def _numbers(row: dict[str, Any]) -> str:

@@ -108,18 +108,27 @@ def _operator_section(
         or (info.title if info else "")
         or "Not documented (operator not registered)."
     )
-    lines += [f"**The bug.** {bug}", ""]
+    lines += [f"**The bug.** {sentence(bug)}", ""]
     if sections.get("Impact"):
-        lines += [f"**Documented impact.** {sections['Impact']}", ""]
+        lines += [f"**Documented impact.** {sentence(sections['Impact'])}", ""]
     diff, where = _minimal_diff(group, diffs)
     lines += [f"**Minimal diff** ({where}):" if where else "**Minimal diff:**", ""]
     lines += (["```diff", diff.rstrip("\n"), "```"] if diff else ["(no diff recorded)"]) + [""]
     lines += ["**What the curve does.**", ""]
     lines += [f"- {curve_sentence(row)}" for row in group.to_dict("records")]
     lines.append("")
-    lines += [f"**Check that exposes it.** {sections.get('Check') or 'Not documented.'}", ""]
-    lines += [f"**Fix.** {sections.get('Fix') or 'Not documented.'}", ""]
+    lines += [
+        f"**Check that exposes it.** {sentence(sections.get('Check', 'Not documented.'))}",
+        "",
+    ]
+    lines += [f"**Fix.** {sentence(sections.get('Fix', 'Not documented.'))}", ""]
     return lines
+
+
+def sentence(text: str) -> str:
+    """Docstring sections read 'Fix: call x'; as a paragraph it starts with a capital."""
+    text = text.strip()
+    return text[:1].upper() + text[1:]
 
 
 def curve_sentence(row: dict[str, Any]) -> str:
