@@ -47,7 +47,7 @@ class Classifier(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(in_features, hidden),
             nn.ReLU(),
-            nn.Dropout(0.1),
+            nn.Dropout(0.2),
             nn.Linear(hidden, 1),
         )
 

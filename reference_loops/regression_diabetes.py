@@ -2,7 +2,7 @@
 
 Task: scikit-learn's ``load_diabetes`` (442 patients, 10 features, a disease-progression
 score), 80/20 train/val split; inputs AND targets standardized with training statistics.
-Model: MLP 10 -> 32 -> 1 with ReLU, SGD with momentum and weight decay, an ExponentialLR
+Model: MLP 10 -> 32 -> 1 with ReLU and Dropout, SGD with momentum and weight decay, an ExponentialLR
 schedule stepped once per epoch. Predictions are
 (n, 1), so the targets are made (n, 1) too before ``MSELoss`` (a (n,) target would
 broadcast to (n, n)). The loop is deliberately flat: no helper functions, no classes
@@ -48,11 +48,12 @@ class Regressor(nn.Module):
     def __init__(self, in_features: int = 10, hidden: int = 32):
         super().__init__()
         self.hidden = nn.Linear(in_features, hidden)
+        self.dropout = nn.Dropout(0.1)
         self.out = nn.Linear(hidden, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = torch.relu(self.hidden(x))
-        return self.out(h)  # (n, 1)
+        return self.out(self.dropout(h))  # (n, 1)
 
 
 def main(argv: list[str] | None = None) -> None:
