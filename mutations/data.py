@@ -71,7 +71,7 @@ def _qualified_names(ctx: Context, node: cst.CSTNode) -> set[str]:
         return {qualified.name for qualified in (lazy() if callable(lazy) else lazy)}
 
 
-def qualified_or_tail(call: cst.Call, ctx: Context, names: Sequence[str]) -> bool:
+def _qualified_or_tail(call: cst.Call, ctx: Context, names: Sequence[str]) -> bool:
     """``mutator.patterns.qualified_or_tail`` on top of ``_qualified_names``."""
     resolved = _qualified_names(ctx, call.func)
     if resolved:
@@ -95,12 +95,12 @@ def _words(text: str) -> set[str]:
 
 
 def _role(text: str) -> str | None:
+    """ "train", "eval", or None when the words say neither (or both)."""
     words = _words(text)
-    if words & _EVAL_WORDS:
-        return "eval"
-    if words & {"train", "training", "tr"}:
-        return "train"
-    return None
+    is_eval, is_train = bool(words & _EVAL_WORDS), bool(words & {"train", "training", "tr"})
+    if is_eval == is_train:
+        return None
+    return "eval" if is_eval else "train"
 
 
 def _is_simple(expr: cst.BaseExpression) -> bool:
@@ -241,7 +241,7 @@ def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
         level = following
     # No dtype on the way: a classification loss says the labels are class indices.
     for call in ctx.nodes(cst.Call):
-        if qualified_or_tail(call, ctx, _CLASSIFICATION_LOSSES):
+        if _qualified_or_tail(call, ctx, _CLASSIFICATION_LOSSES):
             return "int"
     return None
 
@@ -250,11 +250,11 @@ def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
 
 
 def _is_tensor_dataset(node: cst.CSTNode, ctx: Context) -> bool:
-    return isinstance(node, cst.Call) and qualified_or_tail(node, ctx, _TENSOR_DATASET)
+    return isinstance(node, cst.Call) and _qualified_or_tail(node, ctx, _TENSOR_DATASET)
 
 
 def _is_data_loader(node: cst.CSTNode, ctx: Context) -> bool:
-    return isinstance(node, cst.Call) and qualified_or_tail(node, ctx, _DATA_LOADER)
+    return isinstance(node, cst.Call) and _qualified_or_tail(node, ctx, _DATA_LOADER)
 
 
 def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cst.Arg | None:
@@ -416,7 +416,7 @@ def _normalized_operand(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
         return None
     # Pixel scaling: ``x / 255``, or any constant applied where raw data becomes a tensor.
     if divisor == 255 or (
-        isinstance(left, cst.Call) and qualified_or_tail(left, ctx, _TENSOR_CONSTRUCTORS)
+        isinstance(left, cst.Call) and _qualified_or_tail(left, ctx, _TENSOR_CONSTRUCTORS)
     ):
         return left, f"/{divisor:g}"
     return None
@@ -444,8 +444,8 @@ def _normalization_group(node: cst.CSTNode, ctx: Context) -> list[cst.BinaryOper
 
 
 def _normalization_role(node: cst.BinaryOperation, ctx: Context) -> str | None:
-    operand, _ = _normalized_operand(node, ctx) or (node, "")
-    role = _role(_code(operand)) or _role_of(node, ctx)
+    """From the data, its target, else the function: ``def evaluate(x): (x - mu) / sd``."""
+    role = _role_of(node, ctx)
     if role is None:
         function = ctx.enclosing_function(node)
         role = _role(function.name.value) if function is not None else None
@@ -575,7 +575,9 @@ def _unshifted_source(node: cst.CSTNode, ctx: Context) -> cst.Subscript | None:
         if candidate is node or not _is_shifted_copy(node, candidate):
             continue
         # ``t[1:] - t[:-1]`` is a finite difference, not a target.
-        if isinstance(parent, cst.BinaryOperation) and candidate in (parent.left, parent.right):
+        if isinstance(parent, cst.BinaryOperation) and (
+            candidate is parent.left or candidate is parent.right
+        ):
             continue
         return candidate
     return None
@@ -944,7 +946,7 @@ class NoShuffle(Operator):
     def _epoch_permutation(self, node: cst.Call, ctx: Context) -> bool:
         if not (
             isinstance(node.func, cst.Attribute)
-            and qualified_or_tail(node, ctx, ("torch.randperm",))
+            and _qualified_or_tail(node, ctx, ("torch.randperm",))
             and ctx.enclosing(node, (cst.For, cst.While)) is not None
         ):
             return False
@@ -1042,7 +1044,7 @@ class DropInputNormalization(Operator):
         element = ctx.parent(node)
         holder = ctx.parent(element) if element is not None else None
         if (
-            qualified_or_tail(node, ctx, _NORMALIZE_TRANSFORM)
+            _qualified_or_tail(node, ctx, _NORMALIZE_TRANSFORM)
             and isinstance(element, cst.Element)
             and isinstance(holder, cst.List)
         ):
@@ -1309,7 +1311,7 @@ class MixBatchDims(Operator):
             len(args) == 2
             and number_value(args[1]) == 1
             and _is_simple(args[0])
-            and qualified_or_tail(node, ctx, ("torch.flatten",))
+            and _qualified_or_tail(node, ctx, ("torch.flatten",))
         ):
             return "sample"
         return None
