@@ -47,7 +47,11 @@ BOTH its effect condition and its sanity condition hold:
 
 A run cut short (crash, timeout, oom, killed, or a non-finite loss) gets its status label
 plus only the labels that do not need a finished run (``nan``, ``diverges``, ``loss_spike``,
-``init_loss_off``, ``memory_growth``, ``slower``, ``eval_mode_training``, ``grad_in_eval``). ``invalid`` runs are not measurements:
+``init_loss_off``, ``memory_growth``, ``slower``, ``eval_mode_training``, ``grad_in_eval``).
+The harness calls a run ``invalid`` when it stopped before any training step. If it raised
+an ordinary exception there (not a syntax error or an argument-parsing exit) while the
+reference trains on the same arguments, that is the mutant crashing at its first forward
+or loss: it gets ``crash:<ExceptionType>``. Other ``invalid`` runs are not measurements:
 they get the label ``invalid`` and do not count in the fractions.
 
 Over seeds: each label's *fraction* is the share of judged seeds in which it fired; a label
@@ -135,6 +139,8 @@ LABEL_SEVERITY: dict[str, str] = {
     "grad_in_eval": "cost_only",
     "silent": "silent",
 }
+# Exceptions that make a run invalid rather than a crash of the mutant.
+NOT_CRASHES = ("SyntaxError", "IndentationError", "TabError", "SystemExit", "ModuleNotFoundError")
 EARLY_STOP_STATUSES = ("crash", "timeout", "oom", "killed", "nan")
 LABELS_WITHOUT_FINISHED_RUN = (
     "nan",
@@ -350,7 +356,7 @@ def judge_run(run: Mapping[str, Any], ref: Reference) -> list[str]:
     """The labels of one mutant run (one seed) against the reference distribution."""
     status = run.get("status")
     if status == "invalid":
-        return ["invalid"]
+        return [crash_before_training(run, ref) or "invalid"]
     labels = _status_labels(run)
     # A curve cut short (by a crash or a non-finite loss) covers a different stretch of
     # training than the reference's, so "final", "last half" and validation features of it
@@ -367,6 +373,20 @@ def judge_run(run: Mapping[str, Any], ref: Reference) -> list[str]:
         if not any(other in labels for other in SUPPRESSED_BY.get(label, ()))
     ]
     return labels or ["silent"]
+
+
+def crash_before_training(run: Mapping[str, Any], ref: Reference) -> str | None:
+    """``crash:<Type>`` for an ``invalid`` run that is really the mutant crashing.
+
+    The harness calls a run ``invalid`` when it raised before any training step. When
+    the unmutated loop trains fine on the same arguments (the reference has ok runs),
+    an ordinary exception there (a shape or dtype error at the first forward or loss) is
+    the mutant's crash; a syntax error or an argument-parsing exit is not.
+    """
+    exc_type = run.get("exc_type")
+    if not isinstance(exc_type, str) or not exc_type or exc_type in NOT_CRASHES:
+        return None
+    return f"crash:{exc_type}" if ref.n_runs > 0 else None
 
 
 def _status_labels(run: Mapping[str, Any]) -> list[str]:

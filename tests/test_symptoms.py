@@ -198,6 +198,58 @@ def test_status_labels_and_invalid_runs():
     assert judge_run({"status": "ok"}, ref) == ["silent"]
 
 
+def test_exception_before_training_is_a_crash_when_the_reference_trains():
+    trains = Reference({}, 0.0, 5, (0, 1, 2, 3, 4))
+    never_ran = Reference({}, 0.0, 0, ())
+    dtype_error = {"status": "invalid", "exc_type": "RuntimeError"}
+    assert judge_run(dtype_error, trains) == ["crash:RuntimeError"]
+    assert judge_run(dtype_error, never_ran) == ["invalid"]
+    assert judge_run({"status": "invalid", "exc_type": "SyntaxError"}, trains) == ["invalid"]
+    assert judge_run({"status": "invalid", "exc_type": "SystemExit"}, trains) == ["invalid"]
+    assert judge_run({"status": "invalid", "exc_type": None}, trains) == ["invalid"]
+
+
 def test_nan_in_the_reference_too_is_not_a_mutant_symptom():
     noisy_reference = Reference({}, 0.6, 5, (0, 1, 2, 3, 4))
     assert judge_run({"status": "nan", "first_nan_step": 3}, noisy_reference) == ["silent"]
+
+
+# -- the truth on real runs --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_known_bugs_get_their_literature_labels_on_a_real_loop(tmp_path):
+    """A small real sweep through the harness: mlp_digits (Adam) on five seeds."""
+    from pathlib import Path
+
+    from experiments.harness import RunSpec as HarnessSpec
+    from experiments.harness import run_sweep
+    from mutations.registry import get_operator
+    from mutator import SourceFile
+
+    script = Path(__file__).resolve().parents[1] / "reference_loops" / "mlp_digits.py"
+    text = script.read_text()
+    source = SourceFile(text, script.name)
+
+    def spec(seed: int, mutant=None) -> HarnessSpec:
+        fields = {"mutant": {**mutant.manifest_entry(), "diff": mutant.diff}} if mutant else {}
+        code = mutant.source if mutant else text
+        return HarnessSpec(
+            str(script), code, ("--seed", str(seed)), seed, loop="mlp_digits", **fields
+        )
+
+    mutants = {}
+    for operator in (get_operator("drop_optimizer_step"), get_operator("scale_lr", factor=100.0)):
+        (site,) = source.find_sites([operator])
+        mutants[operator.name] = source.apply([site])
+    specs = [spec(seed) for seed in (*REFERENCE_SEEDS, *NOOP_SEEDS)]
+    specs += [spec(seed, mutant) for mutant in mutants.values() for seed in REFERENCE_SEEDS]
+    run_sweep(specs, tmp_path, workers=2)
+    tables = build_tables(load_runs(tmp_path, n_classes={"mlp_digits": 10}))
+    by_operator = {row["operator"]: row for row in tables.symptoms.to_dict("records")}
+
+    no_step = json.loads(by_operator["drop_optimizer_step"]["label_fractions"])
+    assert no_step.get("no_learning", 0) >= 0.8, no_step
+    high_lr = json.loads(by_operator["scale_lr"]["label_fractions"])
+    assert max(high_lr.get("diverges", 0), high_lr.get("oscillates", 0)) >= 0.8, high_lr
+    assert by_operator["noop"]["measured"] == "silent", by_operator["noop"]["label_fractions"]

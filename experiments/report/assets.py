@@ -32,7 +32,7 @@ table.symptoms tbody tr:hover { background: #f7fafc; }
 .disagree { outline: 2px dashed #c53030; outline-offset: 1px; }
 .mutants { display: grid; grid-template-columns: repeat(auto-fill, minmax(640px, 1fr)); gap: 14px; }
 article.mutant { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; }
-article.mutant .body { display: flex; gap: 12px; flex-wrap: wrap; }
+article.mutant .body { display: flex; gap: 12px; flex-wrap: wrap; align-items: flex-start; }
 table.numbers { border-collapse: collapse; font-size: 12px; }
 table.numbers td, table.numbers th { padding: 1px 6px; border-bottom: 1px solid var(--line); text-align: right; }
 table.numbers th:first-child, table.numbers td:first-child { text-align: left; }

@@ -246,11 +246,17 @@ def _advice(info: OperatorInfo | None) -> str:
     if info is None:
         return ""
     parts = [
-        f"<b>{name}:</b> {escape(sentence(info.sections[key]))}"
+        f"<b>{name}:</b> {_inline_code(sentence(info.sections[key]))}"
         for key, name in (("Check", "Check that exposes it"), ("Fix", "Fix"))
         if info.sections.get(key)
     ]
     return f"<p class='advice'>{' &#183; '.join(parts)}</p>" if parts else ""
+
+
+def _inline_code(text: str) -> str:
+    """Escaped text with `code` spans rendered as <code>."""
+    pieces = escape(text).split("`")
+    return "".join(f"<code>{piece}</code>" if i % 2 else piece for i, piece in enumerate(pieces))
 
 
 def _numbers(row: dict[str, Any]) -> str:

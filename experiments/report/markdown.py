@@ -126,8 +126,8 @@ def _operator_section(
 
 
 def sentence(text: str) -> str:
-    """Docstring sections read 'Fix: call x'; as a paragraph it starts with a capital."""
-    text = text.strip()
+    """A docstring section as a paragraph: capitalised, reST ````code```` as Markdown `code`."""
+    text = text.strip().replace("``", "`")
     return text[:1].upper() + text[1:]
 
 
