@@ -1,0 +1,259 @@
+"""The Hydra app: ``python -m experiments.run loop=mlp_digits mutation=drop_zero_grad seed=0``.
+
+One Hydra job is one shard of a sweep: it builds its runs (``experiments.sweep``), runs
+or loads them (``experiments.harness.run_sweep``, cached in ``results_dir``) and returns
+a status count. A mutant that crashes, hangs or eats memory is a result row, never an
+exception; only a wrong configuration (unknown loop or operator, missing script, bad
+override) stops a job, before anything runs.
+
+Config groups (``configs/`` holds the yaml, the schemas below validate it):
+``loop`` (one per reference loop, plus ``custom``), ``mutation`` (``none``, ``all``,
+``variants`` and one option per registered operator, generated from the registry),
+``device`` (``cpu``, ``cuda``), ``budget`` (epochs, deadlines, memory, workers) and
+``experiment`` (presets). From Python or the ``trainwreck`` CLI: ``main(argv)``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from experiments import sweep as sweeps
+from mutations.registry import operator_classes
+
+CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
+
+
+@dataclass
+class LoopConfig:
+    script: str = MISSING  # path, relative to the working directory or the project
+    name: str | None = None  # defaults to the script's file name without .py
+    args: list[str] = field(default_factory=list)  # extra arguments, passed first
+    epochs: int | None = None
+    epochs_arg: str | None = "--epochs"  # null: the script takes no such argument
+    seed_arg: str | None = "--seed"
+    device_arg: str | None = "--device"
+    n_classes: int | None = None  # for the catalog's chance-level checks
+    expected_initial_loss: float | None = None
+
+
+@dataclass
+class MutationConfig:
+    # Operator specs: names, "scale_lr(factor=0.01)", "all" or "variants"; [] = none.
+    operators: list[str] = field(default_factory=list)
+    sites: str = "all"  # "all", "first" (one per operator) or a glob over identities
+    reference: bool = True  # also run the unmutated loop (deadline and baseline)
+
+
+@dataclass
+class DeviceConfig:
+    name: str = "cpu"
+
+
+@dataclass
+class BudgetConfig:
+    epochs: int | None = None  # overrides loop.epochs when set
+    timeout_factor: float = 5.0  # a mutant's deadline: factor x reference wall + slack
+    timeout_slack_s: float = 10.0
+    default_timeout_s: float = 600.0  # the reference run's (and any run without one)
+    max_timeout_s: float = 3600.0
+    timeout_s: float | None = None  # a fixed deadline for every run instead
+    mem_cap_mb: int = 2048  # per run, above its memory at start
+    threads: int = 1  # torch threads per run
+    sample_every: int = 10  # gradient norm / update ratio every k-th step
+    workers: int | None = None  # runs at once; default: cores (1 under joblib)
+
+
+@dataclass
+class ShardConfig:
+    index: int = 0
+    count: int = 1
+
+
+@dataclass
+class Config:
+    loop: LoopConfig = MISSING
+    mutation: MutationConfig = MISSING
+    device: DeviceConfig = MISSING
+    budget: BudgetConfig = MISSING
+    seed: int = 0
+    seeds: list[int] | None = None  # several seeds in one job (overrides seed)
+    shard: ShardConfig = field(default_factory=ShardConfig)
+    results_dir: str = "results/"
+    quiet: bool = False
+
+
+def register_configs() -> None:
+    """Schemas, and one ``mutation`` option per registered operator (so
+    ``mutation=scale_lr`` works for every operator without a yaml file each)."""
+    store = ConfigStore.instance()
+    # The group yaml files merge into the typed fields of ``Config``: that is what
+    # validates them (an unknown key or a wrong type fails at compose time).
+    store.store(name="base_config", node=Config)
+    store.store(group="mutation", name="none", node=MutationConfig(operators=[]))
+    store.store(group="mutation", name="all", node=MutationConfig(operators=[sweeps.ALL]))
+    store.store(group="mutation", name="variants", node=MutationConfig(operators=[sweeps.VARIANTS]))
+    for name in operator_classes():
+        store.store(group="mutation", name=name, node=MutationConfig(operators=[name]))
+    # A reference loop without its yaml (yet) is still a loop option, with its defaults.
+    for script in sorted((sweeps.PROJECT_ROOT / "reference_loops").glob("[!_]*.py")):
+        if not (Path(CONFIG_DIR) / "loop" / f"{script.stem}.yaml").exists():
+            node = LoopConfig(script=f"reference_loops/{script.name}")
+            store.store(group="loop", name=script.stem, node=node)
+
+
+register_configs()
+
+
+def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
+    loop_cfg, budget = cfg.loop, cfg.budget
+    epochs = budget.epochs if budget.epochs is not None else loop_cfg.epochs
+    loop = sweeps.Loop(
+        script=loop_cfg.script,
+        name=loop_cfg.name,
+        args=tuple(str(arg) for arg in loop_cfg.args),
+        epochs=epochs,
+        epochs_arg=loop_cfg.epochs_arg,
+        seed_arg=loop_cfg.seed_arg,
+        device_arg=loop_cfg.device_arg,
+    )
+    seeds = list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
+    return sweeps.Sweep(
+        loops=[loop],
+        operators=list(cfg.mutation.operators),
+        sites=cfg.mutation.sites,
+        seeds=seeds,
+        device=cfg.device.name,
+        reference=cfg.mutation.reference,
+        limits=sweeps.Limits(
+            mem_cap_mb=budget.mem_cap_mb,
+            threads=budget.threads,
+            sample_every=budget.sample_every,
+            timeout_s=budget.timeout_s,
+        ),
+        shard=(cfg.shard.index, cfg.shard.count),
+    )
+
+
+def _workers(cfg: DictConfig) -> int:
+    if cfg.budget.workers is not None:
+        return int(cfg.budget.workers)
+    try:
+        launcher = str(HydraConfig.get().launcher.get("_target_", ""))
+    except ValueError:  # not inside a Hydra job
+        launcher = ""
+    # joblib already runs one job per core: more runs per job would oversubscribe.
+    return 1 if "joblib" in launcher.lower() else (os.cpu_count() or 1)
+
+
+def check_device(device: str) -> None:
+    """Fail early on ``device=cuda`` without a GPU, asking a forked child (so this
+    process never initialises CUDA and its later forks stay safe)."""
+    if not device.startswith("cuda"):
+        return
+    import torch  # imported here (not initialising CUDA), so the child only asks
+
+    del torch
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import torch
+
+            os._exit(0 if torch.cuda.is_available() else 1)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise sweeps.SweepError(f"device={device} but torch sees no CUDA device here")
+
+
+def run_job(cfg: DictConfig) -> dict[str, Any]:
+    """One job: build the runs, run or load them, summarise. Raises only for a wrong
+    configuration (``SweepError``), never for a run."""
+    from experiments.harness import run_sweep
+    from experiments.harness.runner import Budget
+
+    if OmegaConf.is_missing(cfg.loop, "script"):
+        raise sweeps.SweepError("loop.script is required: loop=custom loop.script=path/to/train.py")
+    sweep = to_sweep(cfg)
+    specs = sweeps.build(sweep)
+    check_device(sweep.device)
+    budget = Budget(
+        factor=cfg.budget.timeout_factor,
+        slack_s=cfg.budget.timeout_slack_s,
+        default_timeout_s=cfg.budget.default_timeout_s,
+        max_timeout_s=cfg.budget.max_timeout_s,
+    )
+    quiet = cfg.quiet
+
+    def progress(done: int, total: int, cached: int, failed: int) -> None:
+        if not quiet:
+            print(
+                f"\r[trainwreck] {done}/{total} runs ({cached} cached, {failed} not ok)",
+                end="\n" if done == total else "",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    rows = run_sweep(
+        specs, cfg.results_dir, workers=_workers(cfg), progress=progress, budget=budget
+    )
+    statuses = Counter(row["status"] for row in rows)
+    summary = {
+        "runs": len(rows),
+        "cached": sum(bool(row.get("cached")) for row in rows),
+        "statuses": dict(sorted(statuses.items())),
+        "results_dir": str(cfg.results_dir),
+    }
+    if not quiet:
+        print(f"[trainwreck] {summary}", file=sys.stderr)
+    return summary
+
+
+# An absolute path: "../configs" would resolve as a package when the module is imported
+# by name (as launchers do), and configs/ is no package.
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+def app(cfg: DictConfig) -> dict[str, Any]:
+    try:
+        return run_job(cfg)
+    except sweeps.SweepError as error:
+        # A configuration mistake: one clear message, not a traceback.
+        print(f"[trainwreck] configuration error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry for ``python -m experiments.run`` and for ``trainwreck sweep ARGS...``:
+    ``argv`` are Hydra overrides (and flags such as ``-m``)."""
+    if argv is not None:
+        sys.argv = [sys.argv[0] if sys.argv else "experiments.run", *argv]
+    app()
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """The composed config without running anything (tests, tools)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=list(overrides))
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+if __name__ == "__main__":
+    # Run the importable module's copy: launchers that pickle the task and its configs
+    # (joblib, submitit) must find them as ``experiments.run.*``, not ``__main__.*``.
+    from experiments.run import main as importable_main
+
+    importable_main()
