@@ -52,7 +52,9 @@ def cmd_operators(args: argparse.Namespace) -> int:
         return 0
     width = max((len(row["name"]) for row in rows), default=4)
     for row in rows:
-        print(f"{row['name']:<{width}}  {row['category']:<10}  {row['expected']:<15}  {row['summary']}")
+        print(
+            f"{row['name']:<{width}}  {row['category']:<10}  {row['expected']:<15}  {row['summary']}"
+        )
     print(f"\n{len(rows)} operators", file=sys.stderr)
     return 0
 

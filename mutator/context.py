@@ -2,39 +2,100 @@
 
 from __future__ import annotations
 
+import builtins
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 
 import libcst as cst
-from libcst.metadata import (
-    CodeRange,
-    MetadataWrapper,
-    ParentNodeProvider,
-    PositionProvider,
-    QualifiedNameProvider,
-)
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-PROVIDERS = (ParentNodeProvider, PositionProvider, QualifiedNameProvider)
+PROVIDERS = (PositionProvider,)
+_BUILTINS = frozenset(dir(builtins))
 
 
 class Context:
     """Metadata for one parsed module, plus a by-type index built in the engine's one pass."""
 
-    def __init__(self, wrapper: MetadataWrapper, nodes_by_type: dict[type, list[cst.CSTNode]]):
+    def __init__(
+        self,
+        wrapper: MetadataWrapper,
+        nodes_by_type: dict[type, list[cst.CSTNode]],
+        parents: dict[cst.CSTNode, cst.CSTNode],
+    ):
         self.module: cst.Module = wrapper.module
         self._metadata = wrapper.resolve_many(PROVIDERS)
         self._nodes_by_type = nodes_by_type
+        self._parents = parents
+        self._span_cache: dict[type, tuple[list, list, list]] = {}
 
     # -- metadata -------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self._metadata[ParentNodeProvider].get(node)
+        return self._parents.get(node)
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         return self._metadata[PositionProvider][node]
 
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
-        """Fully qualified names of a name/attribute/call target (aliases resolved)."""
-        names = self._metadata[QualifiedNameProvider].get(node, set())
-        return {qualified.name for qualified in names}
+        """Fully qualified names of a Name/Attribute chain, import aliases resolved.
+
+        ``nn.CrossEntropyLoss`` after ``import torch.nn as nn`` (or ``from torch import nn``)
+        is ``{"torch.nn.CrossEntropyLoss"}``; a builtin is ``builtins.<name>``; a name the
+        script defines or assigns resolves to nothing. Resolution reads the script's imports
+        (any scope) instead of libcst's scope analysis, which costs more than everything else
+        the engine does; training scripts do not shadow their torch aliases.
+        """
+        if isinstance(node, cst.Call):
+            node = node.func
+        dotted = _dotted(node)
+        if dotted is None:
+            return set()
+        head, _, rest = dotted.partition(".")
+        bound = self._imports.get(head)
+        if bound:
+            return {f"{target}.{rest}" if rest else target for target in bound}
+        if head in _BUILTINS and head not in self._local_names:
+            return {f"builtins.{dotted}"}
+        return set()
+
+    @cached_property
+    def _imports(self) -> dict[str, set[str]]:
+        """Local name -> qualified names it was imported as, over every import in the script."""
+        bindings: dict[str, set[str]] = {}
+        for statement in self.nodes(cst.Import):
+            for alias in statement.names:  # type: ignore[attr-defined]
+                full = _dotted(alias.name) or ""
+                if alias.asname is not None:
+                    local = _dotted(alias.asname.name) or full
+                    bindings.setdefault(local, set()).add(full)
+                else:  # ``import torch.nn`` binds ``torch``
+                    head = full.partition(".")[0]
+                    bindings.setdefault(head, set()).add(head)
+        for statement in self.nodes(cst.ImportFrom):
+            module = "." * len(statement.relative) + (  # type: ignore[attr-defined]
+                _dotted(statement.module) or "" if statement.module else ""  # type: ignore[attr-defined]
+            )
+            if isinstance(statement.names, cst.ImportStar):  # type: ignore[attr-defined]
+                continue
+            for alias in statement.names:  # type: ignore[attr-defined]
+                name = _dotted(alias.name) or ""
+                local = _dotted(alias.asname.name) if alias.asname is not None else name
+                bindings.setdefault(local or name, set()).add(f"{module}.{name}")
+        return bindings
+
+    @cached_property
+    def _local_names(self) -> frozenset[str]:
+        defined = {
+            node.name.value  # type: ignore[attr-defined]
+            for kind in (cst.FunctionDef, cst.ClassDef)
+            for node in self.nodes(kind)
+        }
+        for target in self.nodes(cst.AssignTarget):
+            if isinstance(target.target, cst.Name):  # type: ignore[attr-defined]
+                defined.add(target.target.value)  # type: ignore[attr-defined]
+        for param in self.nodes(cst.Param):
+            defined.add(param.name.value)  # type: ignore[attr-defined]
+        return frozenset(defined)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -87,15 +148,31 @@ class Context:
         return node is inner or any(a is node for a in self.ancestors(inner))
 
     def nodes_within(self, root: cst.CSTNode, kind: type[cst.CSTNode]) -> list[cst.CSTNode]:
-        """Nodes of ``kind`` inside ``root`` (by position, so no extra tree walk)."""
+        """Nodes of ``kind`` inside ``root``, in document order (no extra tree walk)."""
+        starts, ends, nodes = self._spans(kind)
         span = self.position(root)
-        start, end = (span.start.line, span.start.column), (span.end.line, span.end.column)
-        found = []
-        for candidate in self.nodes(kind):
-            where = self.position(candidate)
-            if (where.start.line, where.start.column) >= start and (
-                where.end.line,
-                where.end.column,
-            ) <= end:
-                found.append(candidate)
-        return found
+        low = bisect_left(starts, (span.start.line, span.start.column))
+        high = bisect_right(starts, (span.end.line, span.end.column))
+        limit = (span.end.line, span.end.column)
+        return [nodes[i] for i in range(low, high) if ends[i] <= limit]
+
+    def _spans(self, kind: type[cst.CSTNode]):
+        cached = self._span_cache.get(kind)
+        if cached is None:
+            nodes = sorted(
+                self.nodes(kind),
+                key=lambda n: (self.position(n).start.line, self.position(n).start.column),
+            )
+            starts = [(self.position(n).start.line, self.position(n).start.column) for n in nodes]
+            ends = [(self.position(n).end.line, self.position(n).end.column) for n in nodes]
+            cached = self._span_cache[kind] = (starts, ends, nodes)
+        return cached
+
+
+def _dotted(expr: cst.CSTNode) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = _dotted(expr.value)
+        return f"{base}.{expr.attr.value}" if base is not None else None
+    return None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper
 
 from mutator.context import Context
@@ -97,16 +98,22 @@ class _Indexer(cst.CSTVisitor):
     def __init__(self) -> None:
         self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self.scope_of: dict[int, str] = {}
+        self.parent_of: dict[cst.CSTNode, cst.CSTNode] = {}
         self._scopes: list[str] = []
+        self._stack: list[cst.CSTNode] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.by_type[type(node)].append(node)
         self.scope_of[id(node)] = ".".join(self._scopes) or "<module>"
+        if self._stack:
+            self.parent_of[node] = self._stack[-1]
+        self._stack.append(node)
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self._scopes.append(node.name.value)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
         if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
             self._scopes.pop()
 
@@ -131,12 +138,14 @@ class SourceFile:
                 f"{target}:{error.raw_line}:{error.raw_column + 1}: syntax error: "
                 f"{error.message.splitlines()[0] if error.message else 'invalid syntax'}"
             ) from None
-        self._wrapper = MetadataWrapper(module)
+        # A freshly parsed tree is ours alone: no defensive deep copy needed.
+        self._wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.module = self._wrapper.module
         indexer = _Indexer()
         self.module.visit(indexer)
         self._scope_of = indexer.scope_of
-        self.context = Context(self._wrapper, indexer.by_type)
+        self.context = Context(self._wrapper, indexer.by_type, indexer.parent_of)
+        self._statement_offsets: dict[int, tuple[int, int]] | None = None
         self.pragma_lines = {
             number for number, line in enumerate(source.splitlines(), 1) if PRAGMA.search(line)
         }
@@ -200,15 +209,7 @@ class SourceFile:
             for second in sites[index + 1 :]:
                 if first.overlaps(second):
                     raise MutationError(f"sites overlap: {first.identity} and {second.identity}")
-        edits: dict[int, tuple[cst.CSTNode, Replacement]] = {}
-        for site in sites:
-            edits.update(site.edits)
-        path = set()
-        for node, _ in edits.values():
-            path.add(id(node))
-            path.update(id(ancestor) for ancestor in self.context.ancestors(node))
-        mutated = self.module.visit(_Apply(edits, path))
-        source = mutated.code
+        source = self._render(*self._edits_and_path(sites))
         identity = PART_SEPARATOR.join(site.identity for site in sites)
         try:
             compile(source, self.target, "exec")
@@ -231,6 +232,116 @@ class SourceFile:
             mutant_lines=mutant_lines,
             params=tuple(dict(site.operator.params) for site in sites),
         )
+
+    def _edits_and_path(self, sites: Sequence[Site]):
+        edits: dict[int, tuple[cst.CSTNode, Replacement]] = {}
+        for site in sites:
+            edits.update(site.edits)
+        path = set()
+        for node, _ in edits.values():
+            path.add(id(node))
+            path.update(id(ancestor) for ancestor in self.context.ancestors(node))
+        return edits, path
+
+    def render_whole_module(self, sites: Sequence[Site]) -> str:
+        """The mutated source by re-rendering the whole tree: slow, the reference that the
+        spliced rendering of ``apply`` must equal (the tests check it on every mutant)."""
+        return render_module(self.module, *self._edits_and_path(sites))
+
+    # -- rendering ------------------------------------------------------------------
+    def _render(self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]) -> str:
+        """The mutated source. Re-renders only the statements that contain an edit and
+        splices them into the original text; falls back to the whole module when an edit
+        reaches module level."""
+        units = self._splice_units(edits)
+        if units is None:
+            return render_module(self.module, edits, path)
+        offsets = self._offsets()
+        pieces, cursor = [], 0
+        for unit in sorted(units, key=lambda node: offsets[id(node)][0]):
+            start, end = offsets[id(unit)]
+            transformed = unit.visit(_Apply(edits, path))
+            if not isinstance(transformed, cst.CSTNode):
+                return render_module(self.module, edits, path)
+            pieces.append(self.source[cursor:start])
+            pieces.append(self._codegen_nested(unit, transformed))
+            cursor = end
+        pieces.append(self.source[cursor:])
+        return "".join(pieces)
+
+    def _splice_units(self, edits: dict[int, tuple[cst.CSTNode, Replacement]]) -> list | None:
+        """The outermost statements to re-render, or None for a whole-module render."""
+        ctx = self.context
+        units: dict[int, cst.CSTNode] = {}
+        for node, replacement in edits.values():
+            # A removed or multiplied node changes its container: re-render the statement above.
+            start = node if isinstance(replacement, cst.CSTNode) else ctx.parent(node)
+            unit = start if isinstance(start, cst.BaseStatement) else None
+            if unit is None and start is not None:
+                unit = ctx.enclosing(start, cst.BaseStatement)
+            if unit is None:
+                return None
+            if not isinstance(replacement, cst.CSTNode) and unit is node:
+                unit = ctx.enclosing(node, cst.BaseStatement)
+            if unit is None:
+                return None
+            units[id(unit)] = unit
+        outermost = []
+        for unit in units.values():
+            if not any(id(ancestor) in units for ancestor in ctx.ancestors(unit)):
+                outermost.append(unit)
+        return outermost
+
+    def _offsets(self) -> dict[int, tuple[int, int]]:
+        if self._statement_offsets is None:
+            state = _OffsetState(
+                default_indent=self.module.default_indent,
+                default_newline=self.module.default_newline,
+            )
+            self.module._codegen(state)
+            if "".join(state.tokens) != self.source:
+                raise MutationError("engine bug: libcst did not round-trip the source")
+            self._statement_offsets = state.offsets
+        return self._statement_offsets
+
+    def _codegen_nested(self, original: cst.CSTNode, node: cst.CSTNode) -> str:
+        """Render a statement as it appears at ``original``'s depth in the module."""
+        indents = [
+            block.indent if block.indent is not None else self.module.default_indent
+            for block in reversed(list(self.context.ancestors(original)))
+            if isinstance(block, cst.IndentedBlock)
+        ]
+        state = CodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            indent_tokens=indents,
+        )
+        node._codegen(state)
+        return "".join(state.tokens)
+
+
+class _OffsetState(CodegenState):
+    """A codegen pass that records where each statement's text starts and ends."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.offsets: dict[int, tuple[int, int]] = {}
+        self._starts: dict[int, int] = {}
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.BaseStatement):
+            self._starts[id(node)] = sum(map(len, self.tokens))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.BaseStatement):
+            self.offsets[id(node)] = (self._starts.pop(id(node)), sum(map(len, self.tokens)))
+
+
+def render_module(
+    module: cst.Module, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]
+) -> str:
+    """The mutated source by re-rendering the whole module (the reference implementation)."""
+    return module.visit(_Apply(edits, path)).code
 
 
 class _Apply(cst.CSTTransformer):
@@ -258,18 +369,50 @@ class _Apply(cst.CSTTransformer):
         return updated_node
 
 
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+_CONTEXT = 3
+
+
 def _diff(before: str, after: str, target: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """Unified diff plus the changed line numbers on both sides.
+
+    A mutant changes a few lines of a long file, so the common head and tail are cut
+    before difflib runs (it is quadratic in the worst case) and hunk numbers shifted back.
+    """
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    diff = "".join(difflib.unified_diff(old, new, f"a/{target}", f"b/{target}"))
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    start = max(0, head - _CONTEXT)
+    old_window = old[start : len(old) - max(0, tail - _CONTEXT)]
+    new_window = new[start : len(new) - max(0, tail - _CONTEXT)]
+    diff_lines = []
+    for line in difflib.unified_diff(old_window, new_window, f"a/{target}", f"b/{target}"):
+        match = _HUNK.match(line)
+        if match:
+            old_at, old_len, new_at, new_len = match.groups()
+            line = (
+                f"@@ -{int(old_at) + start}{old_len or ''} "
+                f"+{int(new_at) + start}{new_len or ''} @@\n"
+            )
+        elif not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        diff_lines.append(line)
     lines: set[int] = set()
     mutant_lines: set[int] = set()
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        a=old[head : len(old) - tail], b=new[head : len(new) - tail], autojunk=False
+    )
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
+        i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
         lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else [max(i1, 1)])
         mutant_lines.update(range(j1 + 1, j2 + 1) if j2 > j1 else [max(j1, 1)])
-    return diff, tuple(sorted(lines)), tuple(sorted(mutant_lines))
+    return "".join(diff_lines), tuple(sorted(lines)), tuple(sorted(mutant_lines))
 
 
 # -- conveniences -------------------------------------------------------------------------

@@ -48,7 +48,11 @@ class ScaleConstant(Operator):
     parameters = {"factor": Param(10.0, "multiplier")}
 
     def match(self, node, ctx: Context) -> bool:
-        return node.keyword is not None and node.keyword.value == "lr" and number_value(node.value) is not None
+        return (
+            node.keyword is not None
+            and node.keyword.value == "lr"
+            and number_value(node.value) is not None
+        )
 
     def rewrite(self, node, ctx: Context):
         value = number_value(node.value) * self.params["factor"]
@@ -174,3 +178,49 @@ def test_find_arg_by_keyword_and_position():
     assert find_arg(call, keyword="lr").value.value == "3"
     assert find_arg(call, position=1).value.value == "b"
     assert find_arg(call, keyword="momentum") is None
+
+
+def test_windowed_diff_equals_difflib_on_random_edits():
+    import difflib
+    import random
+
+    from mutator.engine import _diff
+
+    rng = random.Random(1)
+    base = [f"line {i}\n" for i in range(120)]
+    for trial in range(300):
+        new = list(base)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(new))
+            kind = rng.choice("dir")
+            if kind == "d":
+                del new[i]
+            elif kind == "i":
+                new.insert(i, f"inserted {trial}\n")
+            else:
+                new[i] = f"replaced {trial}\n"
+        if new == base:
+            continue
+        expected = "".join(difflib.unified_diff(base, new, "a/t.py", "b/t.py"))
+        assert _diff("".join(base), "".join(new), "t.py")[0] == expected
+
+
+def test_import_aliases_resolve_to_qualified_names():
+    source = SourceFile(
+        "import torch\nimport torch.nn as nn\nfrom torch.nn import functional as F\n"
+        "from torch.optim import Adam as A\nx = nn.CrossEntropyLoss()\ny = F.cross_entropy\n"
+        "z = A\nw = torch.optim.SGD\nv = len\ncriterion = 1\nu = criterion\n",
+        "t.py",
+    )
+    ctx = source.context
+    values = [a.value for a in ctx.nodes(cst.Assign)]
+    names = [ctx.qualified_names(v) for v in values]
+    assert names == [
+        {"torch.nn.CrossEntropyLoss"},
+        {"torch.nn.functional.cross_entropy"},
+        {"torch.optim.Adam"},
+        {"torch.optim.SGD"},
+        {"builtins.len"},
+        set(),
+        set(),
+    ]

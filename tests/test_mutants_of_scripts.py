@@ -24,6 +24,7 @@ def test_every_mutant_compiles_and_differs(path: Path):
     for site in sites:
         mutant = source.apply([site])  # the engine compiles every mutant
         assert mutant.source != source.source
+        assert mutant.source == source.render_whole_module([site]), "splice == full render"
         assert mutant.lines, "a mutant touches at least one line"
         identities.add(mutant.identity)
     assert len(identities) == len(sites), "identities are unique"
@@ -32,7 +33,9 @@ def test_every_mutant_compiles_and_differs(path: Path):
 
 @pytest.mark.parametrize("path", STYLES, ids=lambda p: p.name)
 def test_style_scripts_get_the_classic_bugs(path: Path):
-    names = {site.operator.name for site in SourceFile.from_path(str(path)).find_sites(all_variants())}
+    names = {
+        site.operator.name for site in SourceFile.from_path(str(path)).find_sites(all_variants())
+    }
     assert {"drop_zero_grad", "zero_grad_after_backward"} <= names
 
 
@@ -41,6 +44,8 @@ def test_every_operator_has_a_site_in_the_reference_loops():
         pytest.skip("no reference loops yet")
     covered = set()
     for path in LOOPS:
-        covered |= {s.operator.name for s in SourceFile.from_path(str(path)).find_sites(all_variants())}
+        covered |= {
+            s.operator.name for s in SourceFile.from_path(str(path)).find_sites(all_variants())
+        }
     missing = sorted(set(operator_classes()) - covered)
     assert not missing, f"operators without a site in any reference loop: {missing}"
