@@ -17,7 +17,8 @@ Feature reference (units in brackets):
 - ``n_losses``: points on the loss curve; ``initial_loss``; ``init_loss_ratio``:
   initial / ln C (1.0 for a calibrated classifier at init; needs ``n_classes``).
 - ``final_loss`` (median of the last window), ``final_over_initial``, ``best_loss``
-  (smoothed minimum), ``max_over_initial`` (smoothed maximum / initial).
+  (smoothed minimum), ``max_over_initial`` (smoothed maximum / initial: a sustained rise),
+  ``peak_over_initial`` (raw maximum / initial: a blow-up, however short).
 - ``mean_log_progress``: mean over the run of log(smoothed loss / initial); the area under
   the normalised log curve, lower is faster learning.
 - ``log_slope_last_half``: least-squares slope of log(loss) over the last half [per 100
@@ -41,10 +42,12 @@ Feature reference (units in brackets):
   [per 100 steps]), ``update_ratio_median`` (healthy ~1e-3).
 - ``optimizer_steps``, ``backward_calls``.
 - ``eval_mode_train_frac``: training forwards run in ``eval()`` / all training forwards;
-  ``eval_forwards_grad`` (count) and ``eval_grad_frac`` (of all eval forwards).
+  ``eval_forwards`` and ``eval_forwards_grad`` (counts) and ``eval_grad_frac`` (share of
+  eval forwards that ran with grad enabled).
 - ``mem_growth_mb_per_step``: slope of resident memory (CUDA memory when measured) over
   the steps after the first 10% [MB per step]; ``peak_rss_mb``.
-- ``time_per_step``: median seconds between optimizer steps; ``wall_s``.
+- ``time_per_step``: median seconds between optimizer steps; ``train_time_s``: seconds from
+  the first to the last training loss (the training itself, without start-up); ``wall_s``.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ FEATURES = (
     "final_over_initial",
     "best_loss",
     "max_over_initial",
+    "peak_over_initial",
     "mean_log_progress",
     "log_slope_last_half",
     "plateau_frac",
@@ -94,11 +98,13 @@ FEATURES = (
     "optimizer_steps",
     "backward_calls",
     "eval_mode_train_frac",
+    "eval_forwards",
     "eval_forwards_grad",
     "eval_grad_frac",
     "mem_growth_mb_per_step",
     "peak_rss_mb",
     "time_per_step",
+    "train_time_s",
     "wall_s",
 )
 
@@ -133,8 +139,9 @@ def signature_of(
     features: dict[str, Feature] = dict.fromkeys(FEATURES)
     reports = kinds.get("report", [])
     n_classes = n_classes or _reported_int(reports, "n_classes")
-    _, losses, _ = loss if loss is not None else loss_curve_of(kinds)
+    _, losses, source = loss if loss is not None else loss_curve_of(kinds)
     features.update(_loss_features(losses, n_classes))
+    features["train_time_s"] = _span(kinds.get(source, []))
     features.update(_validation_features(reports, features["final_loss"], n_classes))
     features.update(_step_features(kinds.get("step", [])))
     features.update(_counter_features(kinds, result))
@@ -215,6 +222,7 @@ def _loss_features(losses: np.ndarray, n_classes: int | None) -> dict[str, Featu
     if initial > 0:
         out["final_over_initial"] = final / initial
         out["max_over_initial"] = float(np.max(smooth)) / initial
+        out["peak_over_initial"] = float(np.max(losses)) / initial
         positive = np.maximum(smooth, initial * 1e-12)
         out["mean_log_progress"] = float(np.mean(np.log(positive / initial)))
     out["log_slope_last_half"] = _log_slope(losses[losses.size // 2 :])
@@ -270,11 +278,20 @@ def _tv_per_step(values: np.ndarray, scale: float) -> float | None:
 
 
 def _spike_count(losses: np.ndarray, scale: float) -> int:
-    if losses.size <= SPIKE_WINDOW:
+    """Points far above the median of the (up to ``SPIKE_WINDOW``) points before them.
+
+    The first points are judged against the shorter history they have, so a blow-up at
+    the very first update (a learning rate far too high) counts too.
+    """
+    if losses.size < 2:
         return 0
-    windows = np.lib.stride_tricks.sliding_window_view(losses[:-1], SPIKE_WINDOW)
-    running_median = np.median(windows, axis=1)
-    later = losses[SPIKE_WINDOW:]
+    head = min(SPIKE_WINDOW, losses.size)
+    medians = [float(np.median(losses[:i])) for i in range(1, head)]
+    if losses.size > SPIKE_WINDOW:
+        windows = np.lib.stride_tricks.sliding_window_view(losses[:-1], SPIKE_WINDOW)
+        medians.extend(np.median(windows, axis=1))
+    running_median = np.asarray(medians)
+    later = losses[1:]
     is_spike = (later > SPIKE_FACTOR * np.abs(running_median)) & (
         later - running_median > 0.1 * scale
     )
@@ -371,12 +388,21 @@ def _counter_features(kinds: Kinds, result: Mapping[str, Any]) -> dict[str, Feat
     if "eval_forwards_grad" in counters:
         out["eval_forwards_grad"] = int(counters["eval_forwards_grad"])
     evals = counters.get("eval_forwards")
+    if evals is not None:
+        out["eval_forwards"] = int(evals)
     if evals:
         out["eval_grad_frac"] = counters.get("eval_forwards_grad", 0) / evals
     for key in ("peak_rss_mb", "wall_s"):
         if result.get(key) is not None:
             out[key] = float(result[key])
     return out
+
+
+def _span(records: list[dict[str, Any]]) -> float | None:
+    """Seconds between the first and the last of these records (their ``t``)."""
+    times = floats([r.get("t") for r in records])
+    times = times[np.isfinite(times)]
+    return float(times[-1] - times[0]) if times.size >= 2 else None
 
 
 def _column(records: list[dict[str, Any]], key: str) -> np.ndarray:

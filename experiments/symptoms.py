@@ -20,10 +20,11 @@ BOTH its effect condition and its sanity condition hold:
 - ``timeout``: status ``timeout``.
 - ``nan``: the loss went non-finite (or status ``nan``), and at most 20% of reference runs did.
 - ``diverges``: final/initial loss z > 3 and the run ended 20% above its initial loss; or
-  the smoothed peak / initial z > 3 and the peak exceeded 3x the initial loss.
-- ``no_learning``: final/initial z > 3 and the run recovered less than 20% of the
-  reference's improvement (1 - final/initial), where the reference improves by >= 5%.
-  Not given when ``diverges`` or ``nan`` already explains the curve.
+  the smoothed maximum / initial z > 3 and above 3 (a sustained rise); or the raw maximum
+  / initial z > 3 and above 10 (a blow-up, even one the run recovers from).
+- ``no_learning``: final/initial z > 3, the run recovered less than 20% of the
+  reference's improvement (1 - final/initial), where the reference improves by >= 5%,
+  and it did not end 20% above its start (that is ``diverges``). Not given with ``nan``.
 - ``slow_convergence``: not ``no_learning``/``diverges``/``nan``, and either final/initial
   z > 3 with less than 90% of the reference improvement, or the area under the log curve
   (``mean_log_progress``) z > 3 and above the reference by more than 10% of its magnitude.
@@ -35,19 +36,21 @@ BOTH its effect condition and its sanity condition hold:
 - ``chance_val``: final validation metric z < -3 and the run kept less than 10% of the
   reference's margin over chance (needs ``n_classes`` or a reported ``chance``).
 - ``too_good``: validation metric z > 3 and it closed more than half of the reference's
-  remaining gap to 1.0; or validation loss z < -3 and below half the reference's.
+  remaining gap to 1.0; or validation loss z < -3 and below half the reference's while the
+  initial loss is within 20% of the reference's (the same loss scale).
 - ``init_loss_off``: initial loss |z| > 3 and more than 20% away from the reference's.
 - ``memory_growth``: memory slope z > 3 and the run grew >= 16 MB more than the reference would.
-- ``slower``: time per step z > 3 and >= 1.5x the reference's.
+- ``slower``: training time (first to last training loss) z > 3 and >= 1.5x the reference's.
 - ``eval_mode_training``: fraction of training forwards in ``eval()`` z > 3, above 0.5,
   and at least 0.25 above the reference's.
 - ``grad_in_eval``: fraction of eval forwards with grad enabled z > 3, above 0.5 and at
-  least 0.25 above the reference's.
+  least 0.25 above the reference's, while the number of eval forwards stays within 1.5x the
+  reference's (more means training forwards lost their backward and count as eval ones).
 - ``silent``: none of the above in that seed.
 
 A run cut short (crash, timeout, oom, killed, or a non-finite loss) gets its status label
 plus only the labels that do not need a finished run (``nan``, ``diverges``, ``loss_spike``,
-``init_loss_off``, ``memory_growth``, ``slower``, ``eval_mode_training``, ``grad_in_eval``).
+``init_loss_off``, ``memory_growth``, ``eval_mode_training``, ``grad_in_eval``).
 The harness calls a run ``invalid`` when it stopped before any training step. If it raised
 an ordinary exception there (not a syntax error or an argument-parsing exit) while the
 reference trains on the same arguments, that is the mutant crashing at its first forward
@@ -93,6 +96,7 @@ SPREAD_FLOORS: dict[str, tuple[float, float]] = {
     "initial_loss": (1e-6, 0.02),
     "final_over_initial": (0.02, 0.05),
     "max_over_initial": (0.05, 0.05),
+    "peak_over_initial": (0.1, 0.1),
     "mean_log_progress": (0.05, 0.05),
     "log_slope_last_half": (0.01, 0.1),
     "tv_norm": (1e-4, 0.1),
@@ -107,8 +111,10 @@ SPREAD_FLOORS: dict[str, tuple[float, float]] = {
     "optimizer_steps": (0.5, 0.01),
     "eval_mode_train_frac": (0.05, 0.0),
     "eval_grad_frac": (0.05, 0.0),
+    "eval_forwards": (0.5, 0.05),
     "mem_growth_mb_per_step": (0.01, 0.1),
     "time_per_step": (1e-4, 0.1),
+    "train_time_s": (0.05, 0.1),
 }
 JUDGED_FEATURES = tuple(SPREAD_FLOORS)
 # Features whose mutant and reference medians the symptom table shows side by side.
@@ -118,7 +124,7 @@ SUMMARY_FEATURES = (
     "max_over_initial",
     "log_slope_last_half",
     "val_metric_final",
-    "time_per_step",
+    "train_time_s",
 )
 
 LABEL_SEVERITY: dict[str, str] = {
@@ -148,7 +154,6 @@ LABELS_WITHOUT_FINISHED_RUN = (
     "loss_spike",
     "init_loss_off",
     "memory_growth",
-    "slower",
     "eval_mode_training",
     "grad_in_eval",
 )
@@ -228,13 +233,17 @@ def _nan(run, ref):
 
 def _diverges(run, ref):
     ended_above = _above(run, ref, "final_over_initial") and run["final_over_initial"] > 1.2
-    peaked = _above(run, ref, "max_over_initial") and run["max_over_initial"] > 3.0
-    return ended_above or peaked
+    rose = _above(run, ref, "max_over_initial") and run["max_over_initial"] > 3.0
+    blew_up = _above(run, ref, "peak_over_initial") and run["peak_over_initial"] > 10.0
+    return ended_above or rose or blew_up
 
 
 def _no_learning(run, ref):
     share = _improvement_share(run, ref)
-    return share is not None and _above(run, ref, "final_over_initial") and share < 0.2
+    if share is None or not _above(run, ref, "final_over_initial"):
+        return False
+    # A run that ended well above its start is diverging, not merely failing to learn.
+    return share < 0.2 and run["final_over_initial"] <= 1.2
 
 
 def _slow_convergence(run, ref):
@@ -286,8 +295,13 @@ def _too_good(run, ref):
         and metric - ref_metric > 0.5 * (1.0 - ref_metric)
     )
     loss, ref_loss = run.get("val_loss_final"), ref.center("val_loss_final")
+    # A lower loss only means better predictions on the same loss scale (a mutant that
+    # swaps the criterion, e.g. MSE for cross-entropy, changes the scale, not the model).
+    init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
+    same_scale = _is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
     lower_loss = (
-        ref_loss is not None
+        same_scale
+        and ref_loss is not None
         and ref_loss > 0
         and _below(run, ref, "val_loss_final")
         and loss < 0.5 * ref_loss
@@ -311,11 +325,11 @@ def _memory_growth(run, ref):
 
 
 def _slower(run, ref):
-    center = ref.center("time_per_step")
+    center = ref.center("train_time_s")
     return (
-        _above(run, ref, "time_per_step")
+        _above(run, ref, "train_time_s")
         and center is not None
-        and run["time_per_step"] >= 1.5 * center
+        and run["train_time_s"] >= 1.5 * center
     )
 
 
@@ -327,6 +341,15 @@ def _fraction_rule(feature: str) -> Rule:
         return _above(run, ref, feature) and value > 0.5 and value - (center or 0.0) >= 0.25
 
     return rule
+
+
+def _grad_in_eval(run, ref):
+    # A training forward whose backward never comes (the backward was dropped) also
+    # counts as an eval forward with grad; then the eval forwards balloon past the
+    # reference's evaluation, and the loss labels already tell that story.
+    evals, ref_evals = run.get("eval_forwards"), ref.center("eval_forwards")
+    real_evals = not _is_number(evals) or ref_evals is None or evals <= 1.5 * ref_evals + 1
+    return real_evals and _fraction_rule("eval_grad_frac")(run, ref)
 
 
 RULES: dict[str, Rule] = {
@@ -343,11 +366,11 @@ RULES: dict[str, Rule] = {
     "memory_growth": _memory_growth,
     "slower": _slower,
     "eval_mode_training": _fraction_rule("eval_mode_train_frac"),
-    "grad_in_eval": _fraction_rule("eval_grad_frac"),
+    "grad_in_eval": _grad_in_eval,
 }
 # A more specific label makes these redundant in the same seed.
 SUPPRESSED_BY = {
-    "no_learning": ("diverges", "nan"),
+    "no_learning": ("nan",),
     "slow_convergence": ("no_learning", "diverges", "nan"),
 }
 
@@ -593,9 +616,7 @@ def label_fractions(labels_per_seed: list[list[str]]) -> dict[str, float]:
 def format_labels(fractions: Mapping[str, float], n_seeds: int, *, stable: bool) -> str:
     """``no_learning 5/5, chance_val 5/5`` (stable) or the labels under 80% (unstable)."""
     chosen = [
-        (label, share)
-        for label, share in fractions.items()
-        if (share >= STABLE_FRACTION) == stable and not (stable is False and label == "silent")
+        (label, share) for label, share in fractions.items() if (share >= STABLE_FRACTION) == stable
     ]
     return ", ".join(f"{label} {round(share * n_seeds)}/{n_seeds}" for label, share in chosen)
 

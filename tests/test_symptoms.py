@@ -186,7 +186,7 @@ def test_label_fractions_and_formatting():
     fractions = label_fractions([["nan", "diverges"], ["nan"], ["silent"], ["nan"], ["nan"]])
     assert fractions == {"nan": 0.8, "diverges": 0.2, "silent": 0.2}
     assert format_labels(fractions, 5, stable=True) == "nan 4/5"
-    assert format_labels(fractions, 5, stable=False) == "diverges 1/5"
+    assert format_labels(fractions, 5, stable=False) == "diverges 1/5, silent 1/5"
 
 
 def test_status_labels_and_invalid_runs():

@@ -46,7 +46,7 @@ FEATURE_TITLES = {
     "max_over_initial": "peak / initial loss",
     "log_slope_last_half": "log-loss slope, last half (/100 steps)",
     "val_metric_final": "final val metric",
-    "time_per_step": "time per step (s)",
+    "train_time_s": "training time (s)",
 }
 
 

@@ -139,7 +139,7 @@ def curve_sentence(row: dict[str, Any]) -> str:
         ("log-loss slope over the last half per 100 steps", "log_slope_last_half", "{:+.3f}"),
         ("initial loss", "initial_loss", "{:.3g}"),
         ("final val metric", "val_metric_final", "{:.3f}"),
-        ("time per step (s)", "time_per_step", "{:.3g}"),
+        ("training time (s)", "train_time_s", "{:.3g}"),
     ]
     parts = []
     for label, feature, fmt in facts:
