@@ -1,4 +1,4 @@
-"""The ``trainwreck`` command line.
+"""trainwreck: inject training bugs into PyTorch scripts and measure their symptoms.
 
 Static commands (``operators``, ``mutate``) import libcst only, so they answer fast.
 Commands that run training import the harness lazily.
@@ -192,13 +192,49 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument("--count", type=int, default=10, help="higher-order mutants to draw")
     mutate.add_argument("--seed", type=int, default=0, help="seed for drawing higher-order mutants")
     mutate.set_defaults(handler=cmd_mutate)
+
+    for name, (_, help_text) in DELEGATED.items():
+        # Listed for --help; ``main`` hands their arguments over before argparse sees them.
+        commands.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+def _sweep(argv: Sequence[str]) -> int:
+    from experiments.run import main as run_main
+
+    run_main(list(argv))
+    return 0
+
+
+def _lint(argv: Sequence[str]) -> int:
+    from experiments.bench.cli import lint_main
+
+    return lint_main(list(argv))
+
+
+def _bench(argv: Sequence[str]) -> int:
+    from experiments.bench.cli import bench_main
+
+    return bench_main(list(argv))
+
+
+# Commands that own their argument parsing: ``trainwreck NAME ARGS...`` -> handler(ARGS).
+DELEGATED: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
+    "sweep": (_sweep, "run a Hydra sweep (same overrides as python -m experiments.run)"),
+    "lint": (_lint, "lint training scripts for loop bugs (trainwreck-lint)"),
+    "bench": (_bench, "score bug detectors against the mutants (leaderboard, export)"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:
+        handler, _ = DELEGATED[argv[0]]
+        try:
+            return handler(argv[1:])
+        except KeyboardInterrupt:
+            print("trainwreck: interrupted", file=sys.stderr)
+            return 130
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
