@@ -28,8 +28,8 @@ class UserError(Exception):
 
 
 def cmd_operators(args: argparse.Namespace) -> int:
-    from mutator.operator import CATEGORIES
     from mutations.registry import operator_classes
+    from mutator.operator import CATEGORIES
 
     if args.category and args.category not in CATEGORIES:
         raise UserError(
