@@ -154,3 +154,16 @@ def test_divergence_flag_on_a_rising_curve():
     features = features_of("diverge")
     assert features["diverged"] == 1
     assert features["max_over_initial"] > 10
+
+
+def test_a_blow_up_at_the_first_update_is_a_spike_and_a_peak():
+    losses = [2.3, 95.0, 22.0, 4.0, *([2.3] * 100)]
+    features = signature(backward(losses), {}, n_classes=None)
+    assert features["spike_count"] >= 1
+    assert features["peak_over_initial"] == pytest.approx(95.0 / 2.3)
+    assert features["max_over_initial"] < 3.0  # the smoothed curve ignores a short blow-up
+
+
+def test_training_time_spans_the_loss_records():
+    records = [{"kind": "backward", "i": i, "loss": 1.0, "t": 2.0 + 0.5 * i} for i in range(11)]
+    assert signature(records, {}, n_classes=None)["train_time_s"] == pytest.approx(5.0)

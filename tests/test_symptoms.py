@@ -209,6 +209,42 @@ def test_exception_before_training_is_a_crash_when_the_reference_trains():
     assert judge_run({"status": "invalid", "exc_type": None}, trains) == ["invalid"]
 
 
+def reference_of(**features: list[float]) -> Reference:
+    values = {name: np.asarray(v, dtype=float) for name, v in features.items()}
+    return Reference(values, 0.0, 5, (0, 1, 2, 3, 4))
+
+
+def test_grad_in_eval_needs_real_eval_forwards():
+    ref = reference_of(eval_grad_frac=[0.0] * 5, eval_forwards=[40.0] * 5)
+    assert judge_run({"status": "ok", "eval_grad_frac": 1.0, "eval_forwards": 40}, ref) == [
+        "grad_in_eval"
+    ]
+    # 460 training forwards without a backward count as eval forwards: not this bug
+    lost_backward = {"status": "ok", "eval_grad_frac": 0.92, "eval_forwards": 500}
+    assert judge_run(lost_backward, ref) == ["silent"]
+
+
+def test_lower_val_loss_is_too_good_only_on_the_same_loss_scale():
+    ref = reference_of(val_loss_final=[0.30, 0.31, 0.29, 0.30, 0.32], initial_loss=[2.3] * 5)
+    leak = {"status": "ok", "val_loss_final": 0.01, "initial_loss": 2.31}
+    assert judge_run(leak, ref) == ["too_good"]
+    other_criterion = {"status": "ok", "val_loss_final": 0.01, "initial_loss": 0.09}
+    assert "too_good" not in judge_run(other_criterion, ref)
+
+
+def test_transient_blow_up_is_divergence_and_the_dead_net_does_not_learn():
+    ref = reference_of(
+        final_over_initial=[0.03, 0.031, 0.029, 0.033, 0.03],
+        max_over_initial=[1.0] * 5,
+        peak_over_initial=[1.0, 1.02, 1.0, 1.01, 1.0],
+    )
+    run = {"status": "ok", "final_over_initial": 0.95, "max_over_initial": 1.0}
+    assert judge_run({**run, "peak_over_initial": 41.0}, ref) == ["diverges", "no_learning"]
+    assert judge_run({**run, "peak_over_initial": 1.05}, ref) == ["no_learning"]
+    rose_and_stayed = {"status": "ok", "final_over_initial": 3.0, "max_over_initial": 3.5}
+    assert judge_run(rose_and_stayed, ref) == ["diverges"]
+
+
 def test_nan_in_the_reference_too_is_not_a_mutant_symptom():
     noisy_reference = Reference({}, 0.6, 5, (0, 1, 2, 3, 4))
     assert judge_run({"status": "nan", "first_nan_step": 3}, noisy_reference) == ["silent"]
