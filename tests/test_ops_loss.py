@@ -1,9 +1,9 @@
 """Loss and numerics operators: what their embedded examples cannot express.
 
-Name resolution across import styles (through the engine's qualified names and through
-the imports fallback alike), criterion values followed through parameters and ``self``,
-multi-site edits, parameters and variants, and the behaviour each docstring claims,
-checked by running the mutated code on tiny tensors.
+Name resolution across import styles (the engine's import-based qualified names, plus
+star imports and the script's own look-alike classes), criterion values followed through
+parameters and ``self``, multi-site edits, parameters and variants, and the behaviour each
+docstring claims, checked by running the mutated code on tiny tensors.
 """
 
 from __future__ import annotations
@@ -12,31 +12,11 @@ import warnings
 
 import pytest
 import torch
-from libcst.metadata import QualifiedNameProvider
 
 from mutations.registry import all_variants, get_operator, resolve
 from mutator import SourceFile
-from mutator.context import Context
 
 MY_CATEGORIES = ("loss", "numerics")
-
-
-def _engine_names(self: Context, node) -> set[str]:
-    """``Context.qualified_names`` as it reads once lazy libcst metadata is resolved."""
-    value = self._metadata[QualifiedNameProvider].get(node, set())
-    value = value() if callable(value) else value
-    return {qualified.name for qualified in value}
-
-
-@pytest.fixture(params=["engine", "imports"])
-def names(request, monkeypatch):
-    """Run a test with the engine resolving names, and with it resolving nothing (so the
-    operators' own reading of the imports does the work)."""
-    if request.param == "engine":
-        monkeypatch.setattr(Context, "qualified_names", _engine_names)
-    else:
-        monkeypatch.setattr(Context, "qualified_names", lambda self, node: set())
-    return request.param
 
 
 def sites(source: str, operator: str, **params):
@@ -70,7 +50,7 @@ CROSS_ENTROPY_SPELLINGS = {
 
 
 @pytest.mark.parametrize("spelling", CROSS_ENTROPY_SPELLINGS, ids=list(CROSS_ENTROPY_SPELLINGS))
-def test_cross_entropy_criterion_is_recognised_in_every_import_style(spelling, names):
+def test_cross_entropy_criterion_is_recognised_in_every_import_style(spelling):
     imports, constructor = CROSS_ENTROPY_SPELLINGS[spelling]
     source = f"{imports}criterion = {constructor}\nloss = criterion(logits, y)\n"
     assert mutate(source, "softmax_before_cross_entropy").endswith(
@@ -88,13 +68,13 @@ FUNCTIONAL_SPELLINGS = {
 
 
 @pytest.mark.parametrize("spelling", FUNCTIONAL_SPELLINGS, ids=list(FUNCTIONAL_SPELLINGS))
-def test_functional_cross_entropy_is_recognised_in_every_import_style(spelling, names):
+def test_functional_cross_entropy_is_recognised_in_every_import_style(spelling):
     imports, function = FUNCTIONAL_SPELLINGS[spelling]
     source = f"{imports}loss = {function}(logits, y)\n"
     assert mutate(source, "swap_loss_arguments").endswith(f"loss = {function}(y, logits)\n")
 
 
-def test_bare_function_swap_imports_the_new_name(names):
+def test_bare_function_swap_imports_the_new_name():
     source = "from torch.nn.functional import cross_entropy\nloss = cross_entropy(z, y)\n"
     mutant = mutate(source, "mse_for_classification", variant="plain")
     assert mutant == (
@@ -102,7 +82,7 @@ def test_bare_function_swap_imports_the_new_name(names):
     )
 
 
-def test_multiline_import_grows_one_name_per_line(names):
+def test_multiline_import_grows_one_name_per_line():
     source = (
         "from torch.nn import (\n    BCEWithLogitsLoss,\n    Linear,\n)\n"
         "criterion = BCEWithLogitsLoss()\n"
@@ -121,7 +101,7 @@ LOOK_ALIKES = {
 
 
 @pytest.mark.parametrize("source", LOOK_ALIKES.values(), ids=list(LOOK_ALIKES))
-def test_losses_that_are_not_torch_are_left_alone(source, names):
+def test_losses_that_are_not_torch_are_left_alone(source):
     source += "loss = criterion(logits, y)\n"
     operators = [op for op in all_variants() if op.category in MY_CATEGORIES]
     assert SourceFile(source, "t.py").find_sites(operators) == []
@@ -130,7 +110,7 @@ def test_losses_that_are_not_torch_are_left_alone(source, names):
 # -- criterion values followed through names, self and parameters ---------------------------
 
 
-def test_criterion_passed_into_a_trainer_class_is_followed(names):
+def test_criterion_passed_into_a_trainer_class_is_followed():
     source = (
         "import torch\nfrom torch import nn\n"
         "class Trainer:\n"
@@ -145,7 +125,7 @@ def test_criterion_passed_into_a_trainer_class_is_followed(names):
     assert "return self.criterion(self.model(x), y)" in mutate(source, "target_shape_broadcast")
 
 
-def test_criterion_passed_to_a_function_under_another_name_is_followed(names):
+def test_criterion_passed_to_a_function_under_another_name_is_followed():
     source = (
         "from torch import nn\n"
         "def train(model, batches, loss_fn):\n"
@@ -156,7 +136,7 @@ def test_criterion_passed_to_a_function_under_another_name_is_followed(names):
     assert "loss = loss_fn(y, model(x))" in mutate(source, "swap_loss_arguments")
 
 
-def test_each_function_sees_its_own_criterion(names):
+def test_each_function_sees_its_own_criterion():
     source = (
         "from torch import nn\n"
         "def classify(logits, y):\n"
@@ -187,7 +167,7 @@ TWO_USES = (
 )
 
 
-def test_onehot_mse_rewrites_the_constructor_and_every_call_in_one_mutant(names):
+def test_onehot_mse_rewrites_the_constructor_and_every_call_in_one_mutant():
     mutant = mutate(TWO_USES, "mse_for_classification")
     assert "criterion = nn.MSELoss()" in mutant
     assert "    return criterion(logits, F.one_hot(y, logits.size(-1)).float())\n" in mutant
@@ -203,7 +183,7 @@ def test_onehot_mse_rewrites_the_constructor_and_every_call_in_one_mutant(names)
     assert namespace["val_loss"] == pytest.approx(expected.item())
 
 
-def test_plain_mse_swaps_only_the_constructor_and_crashes_on_class_indices(names):
+def test_plain_mse_swaps_only_the_constructor_and_crashes_on_class_indices():
     mutant = mutate(TWO_USES, "mse_for_classification", variant="plain")
     assert mutant.count("criterion(logits, y)") == 1 and "nn.MSELoss()" in mutant
     with warnings.catch_warnings(), pytest.raises(RuntimeError, match="size of tensor"):
@@ -211,7 +191,7 @@ def test_plain_mse_swaps_only_the_constructor_and_crashes_on_class_indices(names
         run(mutant)
 
 
-def test_onehot_mse_does_not_apply_when_a_use_cannot_be_converted(names):
+def test_onehot_mse_does_not_apply_when_a_use_cannot_be_converted():
     source = (
         "import torch.nn.functional as F\nfrom torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
         "losses = [criterion(model(x), y) for x, y in batches]\n"
@@ -220,7 +200,7 @@ def test_onehot_mse_does_not_apply_when_a_use_cannot_be_converted(names):
     assert len(sites(source, "mse_for_classification", variant="plain")) == 1
 
 
-def test_hoisted_input_name_avoids_names_in_use(names):
+def test_hoisted_input_name_avoids_names_in_use():
     source = (
         "import torch.nn.functional as F\n"
         "def step(model, x, y, logits):\n    return F.cross_entropy(model(x), y)\n"
