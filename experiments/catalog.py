@@ -267,6 +267,7 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
     frame.loc[noop_rows, "identity"] = NOOP
     frame.loc[noop_rows, "operator"] = NOOP
     frame.loc[noop_rows, "variant"] = NOOP
+    frame.loc[noop_rows, "site"] = ""
     operators = operator_info(list(frame["operator"].unique()) if len(frame) else [])
     frame["category"] = [
         _category(row_operator, row_categories, operators)
@@ -297,6 +298,7 @@ def _runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
             row[name] = list(result.get(name) or [])
         row["operator"] = operator_name(row["identity"], row["operators"])
         row["variant"] = variant_label(row["identity"], row["operator"])
+        row["site"] = site_label(row["identity"])
         row["folder"] = str(run.folder)
         row["loss_source"] = run.loss_source
         row.update(run.features)
@@ -307,6 +309,7 @@ def _runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
         "identity",
         "operator",
         "variant",
+        "site",
         "seed",
         "device",
         "status",
@@ -339,6 +342,17 @@ def variant_label(identity: str, operator: str) -> str:
         if len(pieces) >= 3:
             labels.append(pieces[-1].rsplit("#", 1)[0])
     return "+".join(labels) if labels else operator
+
+
+def site_label(identity: str) -> str:
+    """Where in the script, e.g. ``train#1`` from ``t.py::train::drop_zero_grad#1``."""
+    sites = []
+    for part in identity.split("+"):
+        pieces = part.split("::")
+        if len(pieces) >= 3:
+            ordinal = pieces[-1].rsplit("#", 1)
+            sites.append(f"{pieces[1]}#{ordinal[1]}" if len(ordinal) == 2 else pieces[1])
+    return "+".join(sites)
 
 
 def _category(operator: str, categories: list[str], operators: Mapping[str, OperatorInfo]) -> str:

@@ -14,7 +14,10 @@ code, pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .controls { display: flex; gap: 10px; align-items: center; margin: 10px 0; flex-wrap: wrap; }
 .controls input { width: 320px; padding: 5px 8px; border: 1px solid #cbd5e0; border-radius: 4px; }
 .controls select { padding: 5px; border: 1px solid #cbd5e0; border-radius: 4px; }
+.table-wrap { overflow-x: auto; max-height: 80vh; overflow-y: auto; border: 1px solid var(--line); }
 table.symptoms { border-collapse: collapse; width: 100%; font-size: 13px; }
+table.symptoms td.effects { font-size: 11px; color: var(--muted); white-space: nowrap; }
+.site { font-size: 11px; }
 table.symptoms th, table.symptoms td { border-bottom: 1px solid var(--line); padding: 4px 6px;
        text-align: left; vertical-align: top; }
 table.symptoms th { position: sticky; top: 0; background: #f7fafc; cursor: pointer; user-select: none;

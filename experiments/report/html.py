@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 TABLE_COLUMNS = (
     # (symptoms column, header, kind)
     ("loop", "loop", "text"),
-    ("operator", "operator", "text"),
     ("variant", "mutant", "text"),
     ("category", "category", "text"),
     ("expected", "expected", "severity"),
@@ -91,8 +90,8 @@ def _table(symptoms: pd.DataFrame) -> str:
         f'<select id="severity-filter" aria-label="measured severity"><option value="">'
         f"every measured severity</option>{options}</select>"
         '<span id="shown-count" class="muted"></span></div>'
-        f'<table id="symptom-table" class="symptoms"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></section>"
+        f'<div class="table-wrap"><table id="symptom-table" class="symptoms"><thead><tr>{header}'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>"
     )
 
 
@@ -104,7 +103,12 @@ def _table_row(index: int, row: dict[str, Any]) -> str:
             disagree = column == "measured" and row.get("agrees") is False
             cells.append(_severity_cell(value, disagree))
         elif column == "variant":
-            cells.append(f'<td><a href="#{_card_id(index)}">{escape(_text(value))}</a></td>')
+            site = _text(row.get("site"))
+            where = f"<br><span class='muted site'>{escape(site)}</span>" if site else ""
+            cells.append(f'<td><a href="#{_card_id(index)}">{escape(_text(value))}</a>{where}</td>')
+        elif column == "top_effects":
+            effects = "<br>".join(escape(part) for part in _text(value).split("; ")[:3])
+            cells.append(f"<td class='effects'>{effects}</td>")
         else:
             cells.append(f"<td>{escape(_text(value))}</td>")
     measured = escape(_text(row.get("measured")))

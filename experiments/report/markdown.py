@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from experiments.catalog import CatalogTables
 
 SYMPTOM_COLUMNS = (
-    ("operator", "operator"),
     ("variant", "mutant"),
+    ("site", "site"),
     ("category", "category"),
     ("expected", "expected"),
     ("measured", "measured"),
@@ -22,6 +22,8 @@ SYMPTOM_COLUMNS = (
     ("unstable", "unstable (< 80% of seeds)"),
     ("top_effects", "strongest effects (Cohen's d, Mann-Whitney p)"),
 )
+
+MEASURED = [column for column, _ in SYMPTOM_COLUMNS].index("measured")
 
 
 def render_symptoms_md(tables: CatalogTables) -> str:
@@ -41,7 +43,7 @@ def render_symptoms_md(tables: CatalogTables) -> str:
         for row in group.to_dict("records"):
             cells = [_cell(row.get(column)) for column, _ in SYMPTOM_COLUMNS]
             if row.get("agrees") is False:
-                cells[4] = f"**{cells[4]}**"
+                cells[MEASURED] = f"**{cells[MEASURED]}**"
             cells.append(str(row.get("n_seeds", "")))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
@@ -148,7 +150,8 @@ def curve_sentence(row: dict[str, Any]) -> str:
             parts.append(f"{label} {_fmt(mine, fmt)} [{_fmt(ref, fmt)}]")
     labels = row.get("symptoms") or "none stable"
     unstable = f"; unstable: {row['unstable']}" if row.get("unstable") else ""
-    head = f"`{row['loop']}` ({row['variant']}, {row['n_seeds']} seeds): "
+    where = f" at `{row['site']}`" if row.get("site") else ""
+    head = f"`{row['loop']}` ({row['variant']}{where}, {row['n_seeds']} seeds): "
     return head + ", ".join(parts) + f". Labels: {labels}{unstable}; measured {row['measured']}."
 
 
@@ -158,7 +161,10 @@ def overview_line(tables: CatalogTables) -> str:
     n_loops = runs["loop"].nunique() if len(runs) else 0
     statuses = Counter(runs["status"]) if len(runs) else Counter()
     status_text = ", ".join(f"{count} {status}" for status, count in statuses.most_common())
-    return f"{len(runs)} runs ({status_text or 'none'}), {n_mutants} mutants over {n_loops} loops."
+    loops = "loop" if n_loops == 1 else "loops"
+    return (
+        f"{len(runs)} runs ({status_text or 'none'}), {n_mutants} mutants over {n_loops} {loops}."
+    )
 
 
 def control_line(control: dict[str, Any]) -> str:
