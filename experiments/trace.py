@@ -25,11 +25,24 @@ A run folder holds:
   - ``report``: whatever the script passed to ``experiments.telemetry.report``
     (``epoch``, ``train_loss``, ``val_loss``, ``val_metric``...).
   - ``end``: ``status`` and the final counters (written by the child if it can;
-    otherwise the parent appends it).
+    otherwise the parent appends it). Fields: ``status``, ``exc_type``, ``exc_message``,
+    ``exit_code``, ``nonfinite`` (``[kind, i]`` of the first non-finite ``backward`` or
+    ``loss_fn`` loss, or null), ``steps``, ``backward_calls``, ``loss_fn_calls``, the four
+    forward counters; from the child also ``wall_s`` and ``peak_cuda_mb``; from the parent
+    ``written_by: "parent"`` (the child died abruptly: timeout, memory cap, signal).
+
+  Harness notes: ``grad_norm``/``update_ratio`` are sampled every ``sample_every``-th step
+  (default 10; the run's ``spec.json`` says which). Records reach the disk in batches at
+  least every 0.2 s, so a run that dies abruptly loses at most its last 0.2 s of records.
+  ``os._exit(code)`` in a script still writes the end record (``exc_type="OsExit"``).
 
 - ``result.json``: the one result row of the run (see ``RESULT_FIELDS``), written
   atomically by the parent when the run ends.
 - ``mutant.py`` (the source that ran, when it is a mutant), ``stdout.txt``, ``stderr.txt``.
+- ``spec.json``: what the harness passed to the run's process (argv, seed, device, limits).
+
+The status rules (what makes a run ``crash`` rather than ``invalid``...) are spelled out in
+``experiments/harness/status.py``.
 """
 
 from __future__ import annotations
@@ -74,6 +87,13 @@ RESULT_FIELDS = (
     "exit_code",
     "torch_version",
     "harness_version",
+    # Added by the harness:
+    "script",  # absolute path of the original script
+    "loss_fn_calls",  # training loss-function calls seen (see the loss_fn record)
+    "nonfinite_at",  # [kind, i] of the first non-finite loss, or null
+    "timeout_s",  # the deadline the run had
+    "mem_cap_mb",  # its memory cap above its start
+    "start_method",  # "fork" (warm parent) or "spawn" (fresh interpreter)
 )
 
 

@@ -41,6 +41,9 @@ def run_forked(config: dict[str, Any], source: str, close_fds: tuple[int, ...] =
     """Body of the forked child. Never returns."""
     code = SETUP_FAILED
     try:
+        # Objects inherited from the parent are not this run's garbage: keep the collector
+        # from walking them (and so from copying their pages).
+        gc.freeze()
         for descriptor in close_fds:  # the parent's run locks must die with the parent
             os.close(descriptor)
         os.setsid()

@@ -67,13 +67,22 @@ PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 class _Forward:
-    """A top-level forward waiting to learn whether its output receives a gradient."""
+    """A top-level forward waiting to learn whether its output receives a gradient; it is
+    its own autograd prehook (no closure to build per forward)."""
 
-    __slots__ = ("got_grad", "training")
+    __slots__ = ("got_grad", "telemetry", "training")
 
-    def __init__(self, training: bool) -> None:
+    def __init__(self, telemetry: Telemetry, training: bool) -> None:
+        self.telemetry = telemetry
         self.training = training
         self.got_grad = False
+
+    def __call__(self, grad_outputs: Any) -> None:
+        if not self.got_grad:
+            self.got_grad = True
+            self.telemetry.train_forwards += 1
+            if not self.training:
+                self.telemetry.train_forwards_eval_mode += 1
 
 
 def _first_tensor(output: Any) -> torch.Tensor | None:
@@ -251,12 +260,14 @@ class Telemetry:
 
         @wraps(original)
         def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
-            telemetry._forward_depth += 1
+            if telemetry._forward_depth:  # nested in a forward: pass straight through
+                return original(module, *args, **kwargs)
+            telemetry._forward_depth = 1
             try:
                 output = original(module, *args, **kwargs)
             finally:
-                telemetry._forward_depth -= 1
-            if telemetry._forward_depth == 0 and not isinstance(module, loss_modules._Loss):
+                telemetry._forward_depth = 0
+            if not isinstance(module, loss_modules._Loss):
                 telemetry._top_level_forward(module, output)
             return output
 
@@ -266,22 +277,15 @@ class Telemetry:
         tensor = _first_tensor(output)
         if tensor is None:
             return
-        if tensor.requires_grad and tensor.grad_fn is not None:
-            pending = _Forward(module.training)
+        grad_fn = tensor.grad_fn
+        if grad_fn is not None:
+            pending = _Forward(self, module.training)
             self._pending_forwards.append(pending)
-            # A hook on the output's autograd node (cheaper than Tensor.register_hook)
-            # fires when a gradient flows into the output.
-            tensor.grad_fn.register_prehook(lambda grads: self._got_gradient(pending))
+            # A prehook on the output's autograd node (cheaper than Tensor.register_hook)
+            # runs when a gradient flows into the output.
+            grad_fn.register_prehook(pending)
         else:
             self.eval_forwards += 1
-
-    def _got_gradient(self, pending: _Forward) -> None:
-        if pending.got_grad:
-            return
-        pending.got_grad = True
-        self.train_forwards += 1
-        if not pending.training:
-            self.train_forwards_eval_mode += 1
 
     def _settle_forwards(self) -> None:
         """Forwards that built a graph but got no gradient before this point were evals."""

@@ -1,0 +1,236 @@
+"""Harness benchmarks: overhead per run, telemetry overhead, unchanged-sweep time.
+
+    python benchmarks/bench_harness.py [--repeats 5] [--loops mlp_digits,cnn_digits,...]
+
+1. Telemetry: ``mlp_digits`` run in this (warm) process with and without the hooks,
+   alternating, CPU time (``process_time``, so other processes on the machine count
+   less), median over repeats. Overhead = extra time per optimizer step / step time.
+2. Harness overhead per run, per reference loop: the script's own time (run in this warm
+   process, no hooks), a full harness run (``run_sweep`` of one spec into a fresh results
+   folder: fork, hooks, trace, bookkeeping, result) and a fresh interpreter
+   (``python script.py``, what one pays without a warm parent). Overhead = harness wall -
+   script time, median over repeats; fresh interpreter measured once per loop.
+3. Unchanged sweep: ``python -m experiments.run`` (a fresh process, as a user runs it)
+   over a sweep whose runs are all cached.
+Prints a markdown report (for docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import platform
+import runpy
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from experiments.harness import RunSpec, load_results, run_sweep  # noqa: E402
+from experiments.harness.warm import warm_up  # noqa: E402
+
+LOOPS = (
+    "mlp_digits",
+    "cnn_digits",
+    "functional_digits",
+    "binary_cancer",
+    "regression_diabetes",
+    "resume_digits",
+    "lstm_lm",
+    "char_lm",
+)
+
+
+def script_of(loop: str) -> Path:
+    return ROOT / "reference_loops" / f"{loop}.py"
+
+
+@contextlib.contextmanager
+def _inside(folder: str):
+    """Like the child: the script runs in a scratch folder (contextlib.chdir is 3.11+)."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def run_in_process(loop: str, argv: list[str], clock=time.perf_counter) -> float:
+    """The script's own time, in this warm process (the child's starting point)."""
+    import torch
+
+    path = script_of(loop)
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv, sys.path[0] = [str(path), *argv], str(path.parent)
+    torch.manual_seed(0)
+    try:
+        with tempfile.TemporaryDirectory() as work, _inside(work):
+            start = clock()
+            with contextlib.redirect_stdout(io.StringIO()):
+                runpy.run_path(str(path), run_name="__main__")
+            return clock() - start
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def telemetry_overhead(repeats: int) -> list[str]:
+    from experiments.harness.hooks import SAMPLE_EVERY, Telemetry
+    from experiments.harness.writer import TraceWriter
+
+    argv = ["--epochs", "20", "--seed", "0"]
+
+    def hooked(sample_every: int) -> tuple[float, int]:
+        with tempfile.TemporaryDirectory() as folder:
+            writer = TraceWriter(Path(folder) / "trace.jsonl")
+            telemetry = Telemetry(writer, sample_every=sample_every)
+            telemetry.install()
+            try:
+                seconds = run_in_process("mlp_digits", argv, time.process_time)
+            finally:
+                telemetry.finish()
+                telemetry.remove()
+                writer.close()
+        return seconds, telemetry.steps
+
+    run_in_process("mlp_digits", argv)  # warm caches
+    base, every_k, every_1 = [], [], []
+    steps = 0
+    for _ in range(repeats):
+        base.append(run_in_process("mlp_digits", argv, time.process_time))
+        seconds, steps = hooked(SAMPLE_EVERY)
+        every_k.append(seconds)
+        every_1.append(hooked(1)[0])
+    b = statistics.median(base)
+    lines = [
+        "| telemetry on mlp_digits (20 epochs) | CPU s per run | per step | overhead |",
+        "| --- | --- | --- | --- |",
+        f"| no hooks | {b:.3f} | {b / steps * 1e3:.2f} ms | - |",
+    ]
+    for label, values in (
+        (f"hooks, sample every {SAMPLE_EVERY}", every_k),
+        ("hooks, sample every step", every_1),
+    ):
+        v = statistics.median(values)
+        lines.append(
+            f"| {label} | {v:.3f} | {v / steps * 1e3:.2f} ms | "
+            f"{(v - b) / steps * 1e6:.0f} us/step = {v / b - 1:+.1%} |"
+        )
+    lines.append(f"\n{steps} optimizer steps per run; medians of {repeats} alternating repeats.")
+    return lines
+
+
+def harness_overhead(loops: list[str], repeats: int) -> list[str]:
+    lines = [
+        "| loop | steps | script alone (warm) | harness run | overhead | overhead / run | fresh interpreter | fresh / harness |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    overheads, fractions = [], []
+    for loop in loops:
+        path = script_of(loop)
+        if not path.exists():
+            lines.append(f"| {loop} | (script missing) | | | | | | |")
+            continue
+        argv = ["--seed", "0"]
+        alone, harness = [], []
+        steps = 0
+        for repeat in range(repeats):
+            alone.append(run_in_process(loop, argv))
+            with tempfile.TemporaryDirectory() as results:
+                spec = RunSpec(str(path), path.read_text(), tuple(argv), seed=repeat, loop=loop)
+                start = time.perf_counter()
+                (row,) = run_sweep([spec], results, workers=1)
+                harness.append(time.perf_counter() - start)
+                steps = row["steps"]
+                assert row["status"] == "ok", row
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, str(path), *argv],
+            check=True,
+            capture_output=True,
+            cwd=tempfile.gettempdir(),
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        fresh = time.perf_counter() - start
+        a, h = statistics.median(alone), statistics.median(harness)
+        overhead = statistics.median(x - y for x, y in zip(harness, alone))
+        overheads.append(overhead)
+        fractions.append(overhead / h)
+        lines.append(
+            f"| {loop} | {steps} | {a:.3f} s | {h:.3f} s | {overhead * 1e3:.0f} ms | "
+            f"{overhead / h:.1%} | {fresh:.2f} s | {fresh / h:.1f}x |"
+        )
+    if overheads:
+        lines.append(
+            f"\nMedian overhead over loops: {statistics.median(overheads) * 1e3:.0f} ms per run, "
+            f"{statistics.median(fractions):.1%} of run wall (max {max(fractions):.1%}); "
+            f"medians of {repeats} repeats per loop."
+        )
+    return lines
+
+
+def unchanged_sweep(loop: str, operators: str) -> list[str]:
+    with tempfile.TemporaryDirectory() as folder:
+        command = [
+            sys.executable,
+            "-m",
+            "experiments.run",
+            f"loop={loop}",
+            f"mutation={operators}",
+            "budget=smoke",
+            "seeds=[0,1]",
+            f"results_dir={folder}/results",
+            f"hydra.run.dir={folder}/outputs",
+            "quiet=true",
+        ]
+        start = time.perf_counter()
+        subprocess.run(command, check=True, cwd=ROOT, capture_output=True)
+        first = time.perf_counter() - start
+        count = len(load_results(Path(folder) / "results"))
+        start = time.perf_counter()
+        subprocess.run(command, check=True, cwd=ROOT, capture_output=True)
+        second = time.perf_counter() - start
+        assert len(load_results(Path(folder) / "results")) == count
+    return [
+        f"`python -m experiments.run loop={loop} mutation={operators} budget=smoke seeds=[0,1]`: "
+        f"{count} runs; first sweep {first:.1f} s, the same sweep again (all cached) "
+        f"{second:.1f} s, in a fresh process (Python, Hydra, building the mutants, cache look-ups)."
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--loops", default=",".join(LOOPS))
+    parser.add_argument("--sweep-operators", default="all")
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    warm_up()
+    warm_s = time.perf_counter() - started
+    import torch
+
+    print("## Harness\n")
+    print(
+        f"Command: `python benchmarks/bench_harness.py --repeats {args.repeats}`. Machine: "
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}. Warm-up of the parent "
+        f"(torch, scikit-learn, first optimizer): {warm_s:.1f} s, once per process.\n"
+    )
+    print("### Telemetry overhead\n")
+    print("\n".join(telemetry_overhead(args.repeats)) + "\n")
+    print("### Harness overhead per run\n")
+    print("\n".join(harness_overhead(args.loops.split(","), args.repeats)) + "\n")
+    print("### Unchanged sweep\n")
+    print("\n".join(unchanged_sweep("mlp_digits", args.sweep_operators)))
+
+
+if __name__ == "__main__":
+    main()
