@@ -279,10 +279,21 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
     symptoms = judgement.symptoms if judgement else pd.DataFrame()
     control = noop_false_positives(symptoms, labels, frame["role"]) if judgement else {}
     symptoms = _annotate_symptoms(symptoms, operators)
-    for column in _LIST_FIELDS:
-        frame[column] = [json.dumps(value) for value in frame[column]]
+    _encode_nested(frame)
     curves = _curves_frame(runs)
     return CatalogTables(frame, curves, symptoms, control, operators)
+
+
+def _encode_nested(frame: pd.DataFrame) -> None:
+    """Lists and dicts (argv, params, ``nonfinite_at``...) as JSON text: one type per column
+    for parquet, and the same text in the CSV."""
+    for column in frame.columns[frame.dtypes == object]:
+        values = frame[column]
+        if any(isinstance(value, list | tuple | dict) for value in values):
+            frame[column] = [
+                json.dumps(value) if isinstance(value, list | tuple | dict) else value
+                for value in values
+            ]
 
 
 def _runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:

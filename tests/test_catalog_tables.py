@@ -175,6 +175,16 @@ def test_corrupt_cache_torn_trace_line_and_bad_result_are_tolerated(tmp_path):
     assert by_seed[1].features["n_losses"] == 0
 
 
+def test_nested_and_unknown_result_fields_survive_parquet_and_csv(tmp_path):
+    extra = {"nonfinite_at": ["backward", 12], "spec": {"threads": 1}, "future_field": 3}
+    write_run(tmp_path, RunSpec("nan", 0, steps=60, extra_result=extra))
+    tables = build_tables(load_runs(tmp_path))
+    write_catalog(tables, tmp_path / "catalog")
+    runs = pd.read_parquet(tmp_path / "catalog" / "runs.parquet")
+    assert json.loads(runs.loc[0, "argv"])[0] == "--epochs"
+    assert json.loads(runs.loc[0, "operators"]) == []
+
+
 def test_n_classes_per_loop_sets_ln_c(tmp_path):
     write_run(tmp_path, RunSpec("healthy", 0, steps=60))
     (run,) = load_runs(tmp_path, n_classes={"toy_mlp": 100}, use_cache=False)
