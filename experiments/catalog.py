@@ -287,7 +287,7 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
 def _encode_nested(frame: pd.DataFrame) -> None:
     """Lists and dicts (argv, params, ``nonfinite_at``...) as JSON text: one type per column
     for parquet, and the same text in the CSV."""
-    for column in frame.columns[frame.dtypes == object]:
+    for column in frame.select_dtypes(include="object").columns:
         values = frame[column]
         if any(isinstance(value, list | tuple | dict) for value in values):
             frame[column] = [
