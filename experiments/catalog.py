@@ -287,9 +287,11 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
 def _encode_nested(frame: pd.DataFrame) -> None:
     """Lists and dicts (argv, params, ``nonfinite_at``...) as JSON text: one type per column
     for parquet, and the same text in the CSV."""
-    for column in frame.select_dtypes(include="object").columns:
+    for column in frame.columns:
         values = frame[column]
-        if any(isinstance(value, list | tuple | dict) for value in values):
+        if pd.api.types.is_object_dtype(values.dtype) and any(
+            isinstance(value, list | tuple | dict) for value in values
+        ):
             frame[column] = [
                 json.dumps(value) if isinstance(value, list | tuple | dict) else value
                 for value in values
