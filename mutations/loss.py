@@ -1,575 +1,68 @@
 """Loss bugs: the wrong loss, the right loss fed the wrong tensors, the wrong reduction.
 
-The first half of this module holds the recognisers these operators share with
-``mutations.numerics`` (which loss a call computes, what a criterion name holds, how
-to spell ``F`` or ``torch`` in the script at hand). They are private here until the
-engine grows equivalents; see the note on ``_qualified``.
+Which loss a call computes, what a criterion name holds and how to spell ``F`` or
+``torch`` in the script at hand are ``mutator.patterns`` recognisers (numerics and
+gradient operators ask the same questions).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 
 import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
-from mutator.patterns import dotted_name, find_arg, method_name, number_value, with_keyword
-
-LOSS_CLASSES = (
-    "CrossEntropyLoss",
-    "NLLLoss",
-    "MSELoss",
-    "L1Loss",
-    "SmoothL1Loss",
-    "HuberLoss",
-    "BCELoss",
-    "BCEWithLogitsLoss",
-    "KLDivLoss",
-    "PoissonNLLLoss",
+from mutator.patterns import (
+    BINARY_LOSSES,
+    CLASS_INDEX_LOSSES,
+    LOSS_CLASSES,
+    REGRESSION_LOSSES,
+    closed_args,
+    criterion_calls,
+    find_arg,
+    fresh_name,
+    function_call,
+    functional_loss_kind,
+    insert_before,
+    inside_nested_scope,
+    is_pure,
+    keyword_arg,
+    keyword_string,
+    last_name,
+    log_softmax_input,
+    loss_call_kind,
+    loss_calls,
+    loss_constructor_kind,
+    loss_input,
+    loss_site_kind,
+    loss_target,
+    method_call,
+    method_name,
+    module_alias,
+    nn_class,
+    number_literal,
+    number_value,
+    positional_args,
+    renamed_callee,
+    resolves_under,
+    uses_loss,
+    with_arg_value,
+    with_keyword,
+    without_element,
 )
-FUNCTIONAL_LOSSES = {
-    "cross_entropy": "CrossEntropyLoss",
-    "nll_loss": "NLLLoss",
-    "mse_loss": "MSELoss",
-    "l1_loss": "L1Loss",
-    "smooth_l1_loss": "SmoothL1Loss",
-    "huber_loss": "HuberLoss",
-    "binary_cross_entropy": "BCELoss",
-    "binary_cross_entropy_with_logits": "BCEWithLogitsLoss",
-    "kl_div": "KLDivLoss",
-    "poisson_nll_loss": "PoissonNLLLoss",
-}
-CLASS_INDEX_LOSSES = frozenset({"CrossEntropyLoss", "NLLLoss"})
-# Elementwise losses between two same-shaped tensors: they broadcast mismatched shapes.
-REGRESSION_LOSSES = frozenset({"MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss"})
-BINARY_LOSSES = frozenset({"BCELoss", "BCEWithLogitsLoss"})
-
-_NO_SPACE = cst.SimpleWhitespace("")
-_SPACE = cst.SimpleWhitespace(" ")
 
 
-# -- names: what a dotted name means, and how to spell a module here ----------------------
-
-
-@dataclass(frozen=True)
-class _Binding:
-    local: str  # the name the import binds: ``F``, ``nn``, ``CrossEntropyLoss``
-    qualified: str  # what it stands for: ``torch.nn.functional``
-    statement: cst.Import | cst.ImportFrom
-    at_module_level: bool
-
-
-@dataclass(frozen=True)
-class _Imports:
-    bindings: tuple[_Binding, ...]
-    star_modules: tuple[str, ...]
-    local_definitions: frozenset[str]  # functions and classes the script defines itself
-
-
-_IMPORTS: weakref.WeakKeyDictionary[Context, _Imports] = weakref.WeakKeyDictionary()
-
-
-def _imports(ctx: Context) -> _Imports:
-    cached = _IMPORTS.get(ctx)
-    if cached is not None:
-        return cached
-    bindings: list[_Binding] = []
-    stars: list[str] = []
-    for statement in [*ctx.nodes(cst.Import), *ctx.nodes(cst.ImportFrom)]:
-        line = ctx.parent(statement)
-        at_top = line is not None and isinstance(ctx.parent(line), cst.Module)
-        if isinstance(statement, cst.Import):
-            for alias in statement.names:
-                full = dotted_name(alias.name) or ""
-                if alias.asname is not None:
-                    local = alias.asname.name.value  # type: ignore[union-attr]
-                    bindings.append(_Binding(local, full, statement, at_top))
-                else:  # ``import torch.nn`` binds ``torch``
-                    head = full.split(".")[0]
-                    bindings.append(_Binding(head, head, statement, at_top))
-            continue
-        module = dotted_name(statement.module) if statement.module is not None else None
-        if statement.relative or module is None:
-            continue
-        if isinstance(statement.names, cst.ImportStar):
-            stars.append(module)
-            continue
-        for alias in statement.names:
-            name = dotted_name(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
-            bindings.append(_Binding(local, f"{module}.{name}", statement, at_top))
-    defined = frozenset(
-        node.name.value for kind in (cst.FunctionDef, cst.ClassDef) for node in ctx.nodes(kind)
+def _keep_keywords(call: cst.Call, keep: Collection[str]) -> list[cst.Arg]:
+    """The arguments of a swapped loss that the new loss accepts too."""
+    return closed_args(
+        [arg for arg in call.args if arg.keyword is not None and arg.keyword.value in keep]
     )
-    result = _Imports(tuple(bindings), tuple(stars), defined)
-    _IMPORTS[ctx] = result
-    return result
-
-
-def _qualified(expr: cst.BaseExpression, ctx: Context) -> set[str]:
-    """Fully qualified names of a Name/Attribute, aliases resolved.
-
-    Asks the engine first. ``Context.qualified_names`` currently fails on libcst >= 1.2,
-    whose QualifiedNameProvider stores lazy values (TypeError: 'LazyValue' object is not
-    iterable), so this falls back to resolving the head of the dotted name through the
-    script's own imports, which covers every spelling training scripts use.
-    """
-    try:
-        names = ctx.qualified_names(expr)
-    except TypeError:
-        names = set()
-    if names:
-        return names
-    dotted = dotted_name(expr)
-    if dotted is None:
-        return set()
-    head, _, rest = dotted.partition(".")
-    imports = _imports(ctx)
-    found = {
-        f"{binding.qualified}.{rest}" if rest else binding.qualified
-        for binding in imports.bindings
-        if binding.local == head
-    }
-    if found:
-        return found
-    if head in imports.local_definitions:
-        return {f"<local>.{dotted}"}
-    return {f"{module}.{dotted}" for module in imports.star_modules}
-
-
-def _refers_to(expr: cst.BaseExpression, ctx: Context, wanted: Collection[str]) -> bool:
-    """Does ``expr`` name one of ``wanted``? Falls back to the last name when nothing resolves
-    (``nn`` or ``F`` handed in from elsewhere), as ``mutator.patterns.qualified_or_tail`` does."""
-    resolved = _qualified(expr, ctx)
-    if resolved:
-        return bool(resolved & set(wanted))
-    dotted = dotted_name(expr)
-    if dotted is None or dotted.startswith("self."):  # ``self.dropout`` is a module, not F's
-        return False
-    return dotted.rsplit(".", 1)[-1] in {name.rsplit(".", 1)[-1] for name in wanted}
-
-
-def _resolves_under(expr: cst.BaseExpression, ctx: Context, prefix: str) -> bool:
-    return any(name == prefix or name.startswith(prefix + ".") for name in _qualified(expr, ctx))
-
-
-def _module_alias(ctx: Context, module: str) -> str | None:
-    """How this script spells ``module`` at top level: ``F``, ``nn.functional``, ``torch.nn``."""
-    best: tuple[int, int, str] | None = None
-    for binding in _imports(ctx).bindings:
-        if not binding.at_module_level:
-            continue
-        if binding.qualified == module:
-            spelling = binding.local
-        elif module.startswith(binding.qualified + "."):
-            spelling = binding.local + module[len(binding.qualified) :]
-        else:
-            continue
-        # The most specific import wins (``F`` over ``torch.nn.functional``), then the shortest.
-        rank = (-len(binding.qualified), len(spelling), spelling)
-        if best is None or rank < best:
-            best = rank
-    return best[2] if best is not None else None
-
-
-def _import_from_binding(name: cst.Name, ctx: Context) -> _Binding | None:
-    for binding in _imports(ctx).bindings:
-        if binding.local == name.value and isinstance(binding.statement, cst.ImportFrom):
-            return binding
-    return None
-
-
-def _with_imported_name(statement: cst.ImportFrom, name: str) -> cst.ImportFrom:
-    """``from m import a`` -> ``from m import a, name``, keeping a trailing-comma layout."""
-    names = list(statement.names)  # type: ignore[arg-type]
-    last = names[-1]
-    if isinstance(last.comma, cst.Comma):  # one name per line: reuse the separator in use
-        separator = names[-2].comma if len(names) > 1 else cst.Comma(whitespace_after=_SPACE)
-    else:
-        separator = cst.Comma(whitespace_after=_SPACE)
-    names[-1] = last.with_changes(comma=separator)
-    names.append(cst.ImportAlias(name=cst.Name(name), comma=last.comma))
-    return statement.with_changes(names=names)
-
-
-def _renamed_callee(
-    func: cst.BaseExpression, ctx: Context, new_name: str
-) -> tuple[cst.BaseExpression, dict[cst.CSTNode, Replacement]] | None:
-    """The callee spelled for ``new_name`` from the same module (``nn.MSELoss`` for
-    ``nn.CrossEntropyLoss``), plus the import edit a bare name needs; None if unsure."""
-    if isinstance(func, cst.Attribute):
-        return func.with_changes(attr=cst.Name(new_name)), {}
-    if not isinstance(func, cst.Name):
-        return None
-    binding = _import_from_binding(func, ctx)
-    if binding is None:
-        star = any(
-            f"{module}.{func.value}" in _qualified(func, ctx)
-            for module in _imports(ctx).star_modules
-        )
-        return (cst.Name(new_name), {}) if star else None
-    module = binding.qualified.rsplit(".", 1)[0]
-    for other in _imports(ctx).bindings:
-        if other.qualified == f"{module}.{new_name}" and other.at_module_level:
-            return cst.Name(other.local), {}
-    statement = binding.statement
-    assert isinstance(statement, cst.ImportFrom)
-    return cst.Name(new_name), {statement: _with_imported_name(statement, new_name)}
-
-
-# -- expressions: building small pieces of natural-looking code ---------------------------
-
-
-def _atomic(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """``expr`` safe as the receiver of ``.method()``: parenthesised unless it binds tightly."""
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
-        return expr
-    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
-def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
-    equal = cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
-    return cst.Arg(value=value, keyword=cst.Name(name), equal=equal)
-
-
-def _method_call(receiver: cst.BaseExpression, method: str, *args: cst.Arg) -> cst.Call:
-    return cst.Call(func=cst.Attribute(value=_atomic(receiver), attr=cst.Name(method)), args=args)
-
-
-def _function_call(function: str, *args: cst.Arg) -> cst.Call:
-    return cst.Call(func=cst.parse_expression(function), args=args)
-
-
-def _number(value: float) -> cst.BaseExpression:
-    """A literal as a person writes it: ``0.9``, ``1e-16``, ``-1`` (``1e-08`` becomes ``1e-8``)."""
-    if isinstance(value, int):
-        literal: cst.BaseExpression = cst.Integer(str(abs(value)))
-    else:
-        text = repr(abs(float(value)))
-        if "e" in text:
-            mantissa, exponent = text.split("e")
-            text = f"{mantissa.removesuffix('.0')}e{int(exponent)}"
-        literal = cst.Float(text)
-    if value < 0:
-        return cst.UnaryOperation(operator=cst.Minus(), expression=literal)
-    return literal
-
-
-# Tensor methods that only view or re-type a tensor: safe to evaluate twice.
-_VIEW_METHODS = frozenset(
-    {"view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "contiguous"}
-    | {"size", "float", "long", "t", "detach"}
-)
-
-
-def _is_pure(expr: cst.BaseExpression) -> bool:
-    """Cheap and side-effect free, so repeating it (``logits.size(-1)``) is harmless."""
-    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return _is_pure(expr.value)
-    if isinstance(expr, cst.UnaryOperation):
-        return _is_pure(expr.expression)
-    if isinstance(expr, cst.Subscript):
-        return _is_pure(expr.value) and all(
-            isinstance(element.slice, cst.Index) and _is_pure(element.slice.value)
-            for element in expr.slice
-        )
-    if isinstance(expr, cst.Call):
-        return (
-            isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in _VIEW_METHODS
-            and _is_pure(expr.func.value)
-            and all(_is_pure(arg.value) for arg in expr.args)
-        )
-    return False
-
-
-def _fresh_name(ctx: Context, near: cst.CSTNode, candidates: Iterable[str]) -> str | None:
-    """The first candidate that no name in the enclosing function (or module) uses yet."""
-    scope = ctx.enclosing_function(near) or ctx.module
-    used = {name.value for name in ctx.nodes_within(scope, cst.Name)}
-    return next((name for name in candidates if name not in used), None)
-
-
-def _without_element(call: cst.Call, target: cst.Arg) -> cst.Call:
-    """``call`` without one argument, keeping one-per-line layouts and trailing commas."""
-    args = list(call.args)
-    index = next(i for i, arg in enumerate(args) if arg is target)
-    if index == len(args) - 1 and index > 0:
-        args[index - 1] = args[index - 1].with_changes(comma=target.comma)
-    del args[index]
-    return call.with_changes(args=args)
 
 
 def _overlap(first: Iterable[cst.CSTNode], second: Iterable[cst.CSTNode], ctx: Context) -> bool:
     """Would two sets of edits touch the same code (one node inside another)?"""
     return any(ctx.within(a, b) or ctx.within(b, a) for a in first for b in list(second))
-
-
-def _inside_nested_scope(node: cst.CSTNode, statement: cst.CSTNode, ctx: Context) -> bool:
-    """Is ``node`` inside a comprehension or lambda within ``statement``?"""
-    nested = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda)
-    for ancestor in ctx.ancestors(node):
-        if ancestor is statement:
-            return False
-        if isinstance(ancestor, nested):
-            return True
-    return False
-
-
-# -- bindings: what a criterion name holds -------------------------------------------------
-
-
-def _binding_key(expr: cst.BaseExpression) -> tuple[str, str] | None:
-    """Names this module tracks: plain names and ``self.<attr>``."""
-    if isinstance(expr, cst.Name):
-        return ("name", expr.value)
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == "self"
-    ):
-        return ("self", expr.attr.value)
-    return None
-
-
-_ASSIGNMENTS: weakref.WeakKeyDictionary[
-    Context, list[tuple[tuple[str, str], cst.BaseExpression, cst.CSTNode]]
-] = weakref.WeakKeyDictionary()
-
-
-def _assignments(ctx: Context) -> list[tuple[tuple[str, str], cst.BaseExpression, cst.CSTNode]]:
-    cached = _ASSIGNMENTS.get(ctx)
-    if cached is not None:
-        return cached
-    found = []
-    for node in ctx.nodes(cst.Assign):
-        for target in node.targets:
-            key = _binding_key(target.target)
-            if key is not None:
-                found.append((key, node.value, node))
-    for node in ctx.nodes(cst.AnnAssign):
-        key = _binding_key(node.target)
-        if key is not None and node.value is not None:
-            found.append((key, node.value, node))
-    _ASSIGNMENTS[ctx] = found
-    return found
-
-
-def _has_parameter(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return any(param.name.value == name for param in every)
-
-
-def _positional_index(function: cst.FunctionDef, name: str) -> int | None:
-    positional = [*function.params.posonly_params, *function.params.params]
-    return next((i for i, param in enumerate(positional) if param.name.value == name), None)
-
-
-def _argument_values(
-    function: cst.FunctionDef, name: str, ctx: Context
-) -> list[tuple[cst.BaseExpression, cst.CSTNode]]:
-    """What callers pass for parameter ``name`` of ``function`` (one level, this module)."""
-    if not _has_parameter(function, name):
-        return []
-    index = _positional_index(function, name)
-    owner = ctx.parent(ctx.parent(function))  # FunctionDef -> IndentedBlock -> ClassDef
-    is_method = isinstance(owner, cst.ClassDef)
-    if is_method and index is not None:
-        index -= 1  # ``self`` is bound, callers do not pass it
-    found = []
-    for call in ctx.nodes(cst.Call):
-        if is_method and function.name.value == "__init__":
-            calls_it = isinstance(call.func, cst.Name) and call.func.value == owner.name.value  # type: ignore[union-attr]
-        elif is_method:
-            calls_it = method_name(call) == function.name.value
-        else:
-            calls_it = isinstance(call.func, cst.Name) and call.func.value == function.name.value
-        if not calls_it:
-            continue
-        arg = find_arg(call, keyword=name, position=index)
-        if arg is not None:
-            found.append((arg.value, call))
-    return found
-
-
-def _values_of(
-    expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode, depth: int = 0
-) -> list[cst.BaseExpression]:
-    """What a name or ``self.<attr>`` may hold at ``at``: the values assigned to it, followed
-    through function parameters and plain renames (``self.criterion = criterion``)."""
-    key = _binding_key(expr)
-    if key is None or depth > 4:
-        return []
-    candidates = [(value, node) for k, value, node in _assignments(ctx) if k == key]
-    if key[0] == "self":
-        here_class = ctx.enclosing(at, cst.ClassDef)
-        same_class = [(v, n) for v, n in candidates if ctx.enclosing(n, cst.ClassDef) is here_class]
-        candidates = same_class or candidates
-    else:
-        function = ctx.enclosing_function(at)
-        local = [(v, n) for v, n in candidates if ctx.enclosing_function(n) is function]
-        if local:
-            candidates = local
-        elif function is not None and _has_parameter(function, key[1]):
-            candidates = _argument_values(function, key[1], ctx) or candidates
-    values = []
-    for value, node in candidates:
-        if _binding_key(value) is not None:
-            values.extend(_values_of(value, ctx, node, depth + 1))
-        else:
-            values.append(value)
-    return values
-
-
-# -- losses: constructors, criterion calls, functional calls -------------------------------
-
-_FUNCTIONAL = {f"torch.nn.functional.{name}" for name in FUNCTIONAL_LOSSES}
-
-
-def _nn_class(call: cst.BaseExpression, ctx: Context, classes: Collection[str]) -> str | None:
-    """Which of ``classes`` (torch.nn class names) the call constructs, if any."""
-    if not isinstance(call, cst.Call):
-        return None
-    wanted = {
-        f"{module}.{name}"
-        for name in classes
-        for module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.loss")
-    }
-    if not _refers_to(call.func, ctx, wanted):
-        return None
-    dotted = dotted_name(call.func) or ""
-    for name in _qualified(call.func, ctx) | {dotted}:
-        tail = name.rsplit(".", 1)[-1]
-        if tail in classes:
-            return tail
-    return None
-
-
-def loss_constructor_kind(call: cst.CSTNode, ctx: Context) -> str | None:
-    """``CrossEntropyLoss`` for ``nn.CrossEntropyLoss(...)`` (any alias), else None."""
-    if not isinstance(call, cst.Call):
-        return None
-    return _nn_class(call, ctx, LOSS_CLASSES)
-
-
-def functional_loss_kind(call: cst.CSTNode, ctx: Context) -> str | None:
-    """``CrossEntropyLoss`` for ``F.cross_entropy(...)`` (any alias), else None."""
-    if not isinstance(call, cst.Call) or not _refers_to(call.func, ctx, _FUNCTIONAL):
-        return None
-    tail = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
-    for name in _qualified(call.func, ctx) | {tail}:
-        kind = FUNCTIONAL_LOSSES.get(name.rsplit(".", 1)[-1])
-        if kind is not None:
-            return kind
-    return None
-
-
-def module_constructors(
-    func: cst.BaseExpression, ctx: Context, at: cst.CSTNode, classes: Collection[str]
-) -> list[cst.Call]:
-    """The ``nn.<Class>(...)`` constructors among ``classes`` that ``func`` (a called name,
-    ``self.<attr>`` or an inline constructor) may hold."""
-    if isinstance(func, cst.Call):
-        return [func] if _nn_class(func, ctx, classes) else []
-    return [
-        value
-        for value in _values_of(func, ctx, at)
-        if isinstance(value, cst.Call) and _nn_class(value, ctx, classes)
-    ]
-
-
-def loss_call_kind(call: cst.CSTNode, ctx: Context) -> str | None:
-    """Which loss a call computes: ``F.cross_entropy(a, b)``, ``criterion(a, b)`` where
-    ``criterion`` holds ``nn.CrossEntropyLoss()``, or ``nn.MSELoss()(a, b)``."""
-    if not isinstance(call, cst.Call) or not call.args:
-        return None
-    functional = functional_loss_kind(call, ctx)
-    if functional is not None:
-        return functional
-    kinds = {
-        loss_constructor_kind(constructor, ctx)
-        for constructor in module_constructors(call.func, ctx, call, LOSS_CLASSES)
-    }
-    return kinds.pop() if len(kinds) == 1 else None
-
-
-_LOSS_CALLS: weakref.WeakKeyDictionary[Context, list[tuple[cst.Call, str]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def loss_calls(ctx: Context) -> list[tuple[cst.Call, str]]:
-    """Every loss computation in the module with its loss class name."""
-    cached = _LOSS_CALLS.get(ctx)
-    if cached is None:
-        cached = []
-        for call in ctx.nodes(cst.Call):
-            kind = loss_call_kind(call, ctx)
-            if kind is not None:
-                cached.append((call, kind))
-        _LOSS_CALLS[ctx] = cached
-    return cached
-
-
-def uses_loss(ctx: Context, kinds: Collection[str]) -> bool:
-    return any(kind in kinds for _, kind in loss_calls(ctx))
-
-
-def criterion_calls(constructor: cst.Call, ctx: Context) -> list[cst.Call]:
-    """The calls that compute the loss this constructor builds."""
-    return [
-        call
-        for call, _ in loss_calls(ctx)
-        if any(
-            value is constructor
-            for value in module_constructors(call.func, ctx, call, LOSS_CLASSES)
-        )
-    ]
-
-
-def loss_input(call: cst.Call) -> cst.Arg | None:
-    return find_arg(call, keyword="input", position=0)
-
-
-def loss_target(call: cst.Call) -> cst.Arg | None:
-    return find_arg(call, keyword="target", position=1)
-
-
-def _with_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
-    return call.with_changes(
-        args=[a.with_changes(value=value) if a is arg else a for a in call.args]
-    )
-
-
-def _keyword_string(call: cst.Call, keyword: str) -> str | None:
-    arg = find_arg(call, keyword=keyword)
-    if arg is None or not isinstance(arg.value, cst.SimpleString):
-        return None
-    return arg.value.evaluated_value  # type: ignore[return-value]
-
-
-def _keep_keywords(call: cst.Call, keep: Collection[str]) -> list[cst.Arg]:
-    """The arguments of a swapped loss that the new loss accepts too."""
-    kept = [arg for arg in call.args if arg.keyword is not None and arg.keyword.value in keep]
-    if kept:
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return kept
-
-
-def _loss_site(node: cst.CSTNode, ctx: Context, kinds: Collection[str]) -> str | None:
-    """The kind of a loss *constructor or functional call* among ``kinds`` (the places a
-    loss is configured), else None."""
-    kind = loss_constructor_kind(node, ctx) or functional_loss_kind(node, ctx)
-    return kind if kind in kinds else None
-
-
-# -- the operators ---------------------------------------------------------------------------
 
 
 class MseForClassification(Operator):
@@ -683,7 +176,7 @@ class MseForClassification(Operator):
     def _constructor_edits(
         self, node: cst.Call, ctx: Context
     ) -> dict[cst.CSTNode, Replacement] | None:
-        renamed = _renamed_callee(node.func, ctx, "MSELoss")
+        renamed = renamed_callee(node.func, ctx, "MSELoss")
         if renamed is None:
             return None
         func, edits = renamed
@@ -703,14 +196,12 @@ class MseForClassification(Operator):
     def _functional_edits(
         self, node: cst.Call, ctx: Context
     ) -> dict[cst.CSTNode, Replacement] | None:
-        renamed = _renamed_callee(node.func, ctx, "mse_loss")
+        renamed = renamed_callee(node.func, ctx, "mse_loss")
         if renamed is None:
             return None
         func, edits = renamed
-        positional = [arg for arg in node.args if arg.keyword is None][:2]
-        args = [*positional, *_keep_keywords(node, ("input", "target", "reduction"))]
-        if args:
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        positional = positional_args(node)[:2]
+        args = closed_args([*positional, *_keep_keywords(node, ("input", "target", "reduction"))])
         swapped = node.with_changes(func=func, args=args)
         if self.params["variant"] == "plain":
             edits[node] = swapped
@@ -732,42 +223,41 @@ def _one_hot_target(
     line before, as a person would write it.
     """
     original = original or call
-    functional = _module_alias(ctx, "torch.nn.functional")
+    functional = module_alias(ctx, "torch.nn.functional")
     input_arg, target_arg = loss_input(call), loss_target(call)
     if functional is None or input_arg is None or target_arg is None:
         return None
 
     def one_hot(classes: cst.BaseExpression) -> cst.Call:
-        encoded = _function_call(
+        encoded = function_call(
             f"{functional}.one_hot", cst.Arg(target_arg.value), cst.Arg(classes)
         )
-        return _method_call(encoded, "float")
+        return method_call(encoded, "float")
 
-    if _is_pure(input_arg.value):
-        rewritten = _with_arg_value(call, target_arg, one_hot(_class_count(input_arg.value)))
+    if is_pure(input_arg.value):
+        rewritten = with_arg_value(call, target_arg, one_hot(_class_count(input_arg.value)))
         return {original: rewritten}
     statement = ctx.statement_of(original)
-    if not isinstance(statement, cst.SimpleStatementLine) or _inside_nested_scope(
+    if not isinstance(statement, cst.SimpleStatementLine) or inside_nested_scope(
         original, statement, ctx
     ):
         return None
-    name = _fresh_name(ctx, original, ("logits", "outputs", "output", "scores"))
+    name = fresh_name(ctx, original, ("logits", "outputs", "output", "scores"))
     if name is None:
         return None
     held = cst.Name(name)
-    rewritten = _with_arg_value(call, input_arg, held)
-    rewritten = _with_arg_value(
+    rewritten = with_arg_value(call, input_arg, held)
+    rewritten = with_arg_value(
         rewritten,
         next(a for a in rewritten.args if a.value is target_arg.value),
-        one_hot(_method_call(held, "size", cst.Arg(_number(-1)))),
+        one_hot(method_call(held, "size", cst.Arg(number_literal(-1)))),
     )
     hoisted = cst.SimpleStatementLine(
-        body=[cst.Assign(targets=[cst.AssignTarget(held)], value=input_arg.value)],
-        leading_lines=statement.leading_lines,
+        body=[cst.Assign(targets=[cst.AssignTarget(held)], value=input_arg.value)]
     )
     updated = statement.deep_replace(original, rewritten)
     assert isinstance(updated, cst.SimpleStatementLine)
-    return {statement: cst.FlattenSentinel([hoisted, updated.with_changes(leading_lines=())])}
+    return insert_before(statement, hoisted, anchor_becomes=updated)
 
 
 def _class_count(logits: cst.BaseExpression) -> cst.BaseExpression:
@@ -780,7 +270,7 @@ def _class_count(logits: cst.BaseExpression) -> cst.BaseExpression:
         and logits.args[-1].keyword is None
     ):
         return logits.args[-1].value
-    return _method_call(logits, "size", cst.Arg(_number(-1)))
+    return method_call(logits, "size", cst.Arg(number_literal(-1)))
 
 
 class SoftmaxBeforeCrossEntropy(Operator):
@@ -830,8 +320,8 @@ class SoftmaxBeforeCrossEntropy(Operator):
         assert isinstance(node, cst.Call)
         arg = loss_input(node)
         assert arg is not None
-        probabilities = _method_call(arg.value, "softmax", _keyword("dim", _number(1)))
-        return _with_arg_value(node, arg, probabilities)
+        probabilities = method_call(arg.value, "softmax", keyword_arg("dim", number_literal(1)))
+        return with_arg_value(node, arg, probabilities)
 
 
 def _is_softmax(expr: cst.BaseExpression) -> bool:
@@ -839,38 +329,6 @@ def _is_softmax(expr: cst.BaseExpression) -> bool:
         method_name(expr) in ("softmax", "log_softmax")
         or (isinstance(expr.func, cst.Name) and expr.func.value in ("softmax", "log_softmax"))
     )
-
-
-_LOG_SOFTMAX_FUNCTIONS = {"torch.nn.functional.log_softmax", "torch.log_softmax"}
-
-
-def log_softmax_input(call: cst.CSTNode, ctx: Context) -> tuple[str, cst.BaseExpression] | None:
-    """(form, input) for a log-softmax call: ``function`` (``F.log_softmax(x, dim=1)``,
-    ``torch.log_softmax(x, 1)``), ``method`` (``x.log_softmax(dim=1)``) or ``module`` (a
-    call of something holding ``nn.LogSoftmax()``)."""
-    if not isinstance(call, cst.Call):
-        return None
-    func = call.func
-    tail = (dotted_name(func) or "").rsplit(".", 1)[-1] if not isinstance(func, cst.Call) else ""
-    positional = [arg for arg in call.args if arg.keyword is None]
-    if positional and module_constructors(func, ctx, call, ("LogSoftmax",)):
-        return "module", positional[0].value
-    if tail != "log_softmax":
-        return None
-    if isinstance(func, cst.Name):
-        if positional and _refers_to(func, ctx, _LOG_SOFTMAX_FUNCTIONS):
-            return "function", positional[0].value
-        return None
-    assert isinstance(func, cst.Attribute)
-    receiver = _qualified(func.value, ctx)
-    # An unresolvable receiver (``F`` handed in) is a module when a tensor is passed in:
-    # the tensor method ``x.log_softmax(1)`` only takes the dim.
-    passes_tensor = bool(positional) and not isinstance(
-        positional[0].value, (cst.Integer, cst.UnaryOperation)
-    )
-    if receiver & {"torch", "torch.nn.functional"} or (not receiver and passes_tensor):
-        return ("function", positional[0].value) if positional else None
-    return "method", func.value
 
 
 class NllWithoutLogSoftmax(Operator):
@@ -943,14 +401,14 @@ class NllWithoutLogSoftmax(Operator):
         if not isinstance(node, cst.Call):
             return None
         parent = ctx.parent(node)
-        if _nn_class(node, ctx, ("LogSoftmax",)) and isinstance(parent, cst.Arg):
+        if nn_class(node, ctx, ("LogSoftmax",)) and isinstance(parent, cst.Arg):
             sequential = ctx.parent(parent)
             if (
                 isinstance(sequential, cst.Call)
-                and _nn_class(sequential, ctx, ("Sequential",))
+                and nn_class(sequential, ctx, ("Sequential",))
                 and uses_loss(ctx, ("NLLLoss",))
             ):
-                return {sequential: _without_element(sequential, parent)}
+                return {sequential: without_element(sequential, parent)}
             return None
         found = log_softmax_input(node, ctx)
         if found is None or not self._feeds_nll(node, ctx):
@@ -1040,18 +498,16 @@ class SigmoidBeforeBceWithLogits(Operator):
         assert isinstance(node, cst.Call)
         arg = loss_input(node)
         assert arg is not None
-        torch = _module_alias(ctx, "torch")
+        torch = module_alias(ctx, "torch")
         if torch is not None:
-            squashed = _function_call(f"{torch}.sigmoid", cst.Arg(arg.value))
+            squashed = function_call(f"{torch}.sigmoid", cst.Arg(arg.value))
         else:
-            squashed = _method_call(arg.value, "sigmoid")
-        return _with_arg_value(node, arg, squashed)
+            squashed = method_call(arg.value, "sigmoid")
+        return with_arg_value(node, arg, squashed)
 
 
 def _is_sigmoid(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and (
-        (dotted_name(expr.func) or "").rsplit(".", 1)[-1] == "sigmoid"
-    )
+    return isinstance(expr, cst.Call) and (last_name(expr.func) == "sigmoid")
 
 
 class BceOnLogits(Operator):
@@ -1109,14 +565,16 @@ class BceOnLogits(Operator):
         elif functional_loss_kind(node, ctx) == "BCEWithLogitsLoss":
             new_name = "binary_cross_entropy"
             # pos_weight exists only for the logits version: a person switching drops it.
-            args = [
-                arg for arg in node.args if arg.keyword is None or arg.keyword.value != "pos_weight"
-            ]
-            if args:
-                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            args = closed_args(
+                [
+                    arg
+                    for arg in node.args
+                    if arg.keyword is None or arg.keyword.value != "pos_weight"
+                ]
+            )
         else:
             return None
-        renamed = _renamed_callee(node.func, ctx, new_name)
+        renamed = renamed_callee(node.func, ctx, new_name)
         if renamed is None:
             return None
         func, edits = renamed
@@ -1158,13 +616,13 @@ class ReductionSum(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if _loss_site(node, ctx, LOSS_CLASSES) is None:
+        if loss_site_kind(node, ctx, LOSS_CLASSES) is None:
             return False
         assert isinstance(node, cst.Call)
         current = find_arg(node, keyword="reduction")
         if current is None:
             return find_arg(node, keyword="size_average") is None
-        return _keyword_string(node, "reduction") in ("mean", "batchmean")
+        return keyword_string(node, "reduction") in ("mean", "batchmean")
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
         assert isinstance(node, cst.Call)
@@ -1218,7 +676,7 @@ class SwapLossArguments(Operator):
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
         assert isinstance(node, cst.Call)
-        first, second = [arg for arg in node.args if arg.keyword is None][:2]
+        first, second = positional_args(node)[:2]
         swapped = {id(first): second.value, id(second): first.value}
         return node.with_changes(
             args=[
@@ -1420,11 +878,11 @@ class FloatClassTargets(Operator):
             dtype is not None
             and isinstance(dtype.value, cst.Attribute)
             and dtype.value.attr.value in ("long", "int64")
-            and _resolves_under(dtype.value, ctx, "torch")
+            and resolves_under(dtype.value, ctx, "torch")
             and self._assigned_to_labels(node, ctx)
         ):
             as_float = dtype.value.with_changes(attr=cst.Name("float32"))
-            return _with_arg_value(node, dtype, as_float)
+            return with_arg_value(node, dtype, as_float)
         return None
 
     def _is_class_target(self, node: cst.Call, ctx: Context) -> bool:
@@ -1482,7 +940,7 @@ class IgnoreIndexWrong(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if _loss_site(node, ctx, CLASS_INDEX_LOSSES) is None:
+        if loss_site_kind(node, ctx, CLASS_INDEX_LOSSES) is None:
             return False
         assert isinstance(node, cst.Call)
         current = find_arg(node, keyword="ignore_index")
@@ -1490,7 +948,7 @@ class IgnoreIndexWrong(Operator):
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
         assert isinstance(node, cst.Call)
-        return with_keyword(node, "ignore_index", _number(int(self.params["index"])))
+        return with_keyword(node, "ignore_index", number_literal(int(self.params["index"])))
 
 
 class AccumulateLossTensor(Operator):

@@ -4,29 +4,39 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.loss import (
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param, Replacement
+from mutator.patterns import (
     CLASS_INDEX_LOSSES,
-    _fresh_name,
-    _function_call,
-    _is_pure,
-    _method_call,
-    _module_alias,
-    _nn_class,
-    _number,
-    _qualified,
-    _refers_to,
-    _renamed_callee,
-    _with_arg_value,
-    _without_element,
+    bound_names,
+    dotted_name,
+    find_arg,
+    fresh_name,
+    function_call,
+    insert_before,
+    is_module_class,
+    is_parameter,
+    is_pure,
+    last_name,
     log_softmax_input,
     loss_call_kind,
     loss_input,
     loss_target,
+    method_call,
+    method_name,
+    module_alias,
     module_constructors,
+    nn_class,
+    number_literal,
+    number_value,
+    optimizer_class,
+    positional_args,
+    refers_to,
+    renamed_callee,
+    with_arg_value,
+    with_keyword,
+    without_element,
 )
-from mutator.context import Context
-from mutator.operator import Example, Operator, Param, Replacement
-from mutator.patterns import dotted_name, find_arg, method_name, number_value, with_keyword
 
 
 class NaiveLogSoftmax(Operator):
@@ -80,17 +90,17 @@ class NaiveLogSoftmax(Operator):
 
     def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
         assert isinstance(node, cst.Call)
-        renamed = _renamed_callee(node.func, ctx, "softmax")
+        renamed = renamed_callee(node.func, ctx, "softmax")
         if renamed is None:
             return None
         func, edits = renamed
         probabilities = node.with_changes(func=func)
         form, _ = log_softmax_input(node, ctx)  # type: ignore[misc]
-        torch = _module_alias(ctx, "torch")
+        torch = module_alias(ctx, "torch")
         if form == "method" or torch is None:
-            edits[node] = _method_call(probabilities, "log")
+            edits[node] = method_call(probabilities, "log")
         else:
-            edits[node] = _function_call(f"{torch}.log", cst.Arg(probabilities))
+            edits[node] = function_call(f"{torch}.log", cst.Arg(probabilities))
         return edits
 
 
@@ -150,11 +160,11 @@ class LowPrecisionLoss(Operator):
         cast = _CASTS[self.params["dtype"]]
         input_arg, target_arg = loss_input(node), loss_target(node)
         assert input_arg is not None
-        rewritten = _with_arg_value(node, input_arg, _method_call(input_arg.value, cast))
+        rewritten = with_arg_value(node, input_arg, method_call(input_arg.value, cast))
         # Class indices stay integers; float targets go down to the same precision.
         if target_arg is not None and loss_call_kind(node, ctx) not in CLASS_INDEX_LOSSES:
             target = next(arg for arg in rewritten.args if arg.value is target_arg.value)
-            rewritten = _with_arg_value(rewritten, target, _method_call(target_arg.value, cast))
+            rewritten = with_arg_value(rewritten, target, method_call(target_arg.value, cast))
         return rewritten
 
 
@@ -184,7 +194,7 @@ def _optimizer_parameters_owner(statement: cst.CSTNode, ctx: Context) -> cst.Bas
         return None
     small = statement.body[0]
     value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Expr)) else None
-    if not isinstance(value, cst.Call) or not _is_optimizer(value.func, ctx):
+    if not isinstance(value, cst.Call) or optimizer_class(value, ctx) is None:
         return None
     params = find_arg(value, keyword="params", position=0)
     if (
@@ -195,19 +205,7 @@ def _optimizer_parameters_owner(statement: cst.CSTNode, ctx: Context) -> cst.Bas
     ):
         return None
     owner = params.value.func.value  # type: ignore[union-attr]
-    return owner if _is_pure(owner) else None
-
-
-def _is_optimizer(func: cst.BaseExpression, ctx: Context, names: tuple[str, ...] = ()) -> bool:
-    """Does ``func`` name a ``torch.optim`` optimizer class (one of ``names`` if given)?"""
-    for qualified in _qualified(func, ctx):
-        parts = qualified.split(".")
-        if parts[:2] == ["torch", "optim"] and parts[-1][:1].isupper():
-            return not names or parts[-1] in names
-    if _qualified(func, ctx):
-        return False
-    tail = (dotted_name(func) or "").rsplit(".", 1)[-1]
-    return tail in names if names else False
+    return owner if is_pure(owner) else None
 
 
 class ZeroInit(Operator):
@@ -268,8 +266,8 @@ class ZeroInit(Operator):
             return self._weight_init(node, ctx) is not None
         return (
             _optimizer_parameters_owner(node, ctx) is not None
-            and _module_alias(ctx, "torch.nn") is not None
-            and _fresh_name(ctx, node, _LOOP_NAMES) is not None
+            and module_alias(ctx, "torch.nn") is not None
+            and fresh_name(ctx, node, _LOOP_NAMES) is not None
         )
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> Replacement:
@@ -280,16 +278,16 @@ class ZeroInit(Operator):
             return node.with_changes(func=zeros, args=[cst.Arg(weight)])
         assert isinstance(node, cst.SimpleStatementLine)
         owner = _optimizer_parameters_owner(node, ctx)
-        nn, name = _module_alias(ctx, "torch.nn"), _fresh_name(ctx, node, _LOOP_NAMES)
+        nn, name = module_alias(ctx, "torch.nn"), fresh_name(ctx, node, _LOOP_NAMES)
         assert owner is not None and nn is not None and name is not None
         loop = cst.parse_statement(
             f"for {name} in {ctx.code(owner)}.parameters():\n    {nn}.init.zeros_({name})\n"
-        ).with_changes(leading_lines=node.leading_lines)
-        return cst.FlattenSentinel([loop, node.with_changes(leading_lines=())])
+        )
+        return insert_before(node, loop)[node]
 
     def _weight_init(self, node: cst.Call, ctx: Context) -> cst.BaseExpression | None:
         """The weight a random initialiser fills (biases are left to their own bugs)."""
-        if not _refers_to(node.func, ctx, _RANDOM_INITS):
+        if not refers_to(node.func, ctx, _RANDOM_INITS):
             return None
         if not isinstance(node.func, cst.Attribute):  # a bare imported name: leave it
             return None
@@ -315,21 +313,11 @@ def _initialises_many_layers(weight: cst.BaseExpression, at: cst.CSTNode, ctx: C
     if not isinstance(root, cst.Name) or root.value == "self":
         return False
     for ancestor in ctx.ancestors(at):
-        if isinstance(ancestor, cst.For) and root.value in _target_names(ancestor.target):
+        if isinstance(ancestor, cst.For) and root.value in bound_names(ancestor.target):
             return True
         if isinstance(ancestor, cst.FunctionDef):
-            params = ancestor.params
-            every = [*params.posonly_params, *params.params, *params.kwonly_params]
-            return any(param.name.value == root.value for param in every)
+            return is_parameter(ancestor, root.value)
     return False
-
-
-def _target_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {name for element in target.elements for name in _target_names(element.value)}
-    return set()
 
 
 _ACTIVATION_CLASSES = (
@@ -362,9 +350,7 @@ def _in_model_code(node: cst.CSTNode, ctx: Context) -> bool:
     if function is not None and function.name.value == "forward":
         return True
     owner = ctx.enclosing(node, cst.ClassDef)
-    return isinstance(owner, cst.ClassDef) and any(
-        _refers_to(base.value, ctx, {"torch.nn.Module"}) for base in owner.bases
-    )
+    return isinstance(owner, cst.ClassDef) and is_module_class(owner, ctx)
 
 
 class DropActivation(Operator):
@@ -433,19 +419,19 @@ class DropActivation(Operator):
         if not isinstance(node, cst.Call):
             return None
         parent = ctx.parent(node)
-        if _nn_class(node, ctx, _ACTIVATION_CLASSES):
+        if nn_class(node, ctx, _ACTIVATION_CLASSES):
             sequential = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
-            if isinstance(sequential, cst.Call) and _nn_class(sequential, ctx, ("Sequential",)):
-                return {sequential: _without_element(sequential, parent)}  # type: ignore[arg-type]
+            if isinstance(sequential, cst.Call) and nn_class(sequential, ctx, ("Sequential",)):
+                return {sequential: without_element(sequential, parent)}  # type: ignore[arg-type]
             return None
         if not _in_model_code(node, ctx):
             return None
-        positional = [arg for arg in node.args if arg.keyword is None]
+        positional = positional_args(node)
         if not node.args and method_name(node) in _ACTIVATION_METHODS:
             return {node: node.func.value}  # type: ignore[union-attr]
         if not positional:
             return None
-        if _refers_to(node.func, ctx, _ACTIVATION_FUNCTIONS) or module_constructors(
+        if refers_to(node.func, ctx, _ACTIVATION_FUNCTIONS) or module_constructors(
             node.func, ctx, node, _ACTIVATION_CLASSES
         ):
             return {node: positional[0].value}
@@ -509,9 +495,9 @@ class DropoutTooHigh(Operator):
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
         assert isinstance(node, cst.Call)
         arg = _probability_arg(node, ctx)
-        value = _number(float(self.params["p"]))
+        value = number_literal(float(self.params["p"]))
         if arg is not None:
-            return _with_arg_value(node, arg, value)
+            return with_arg_value(node, arg, value)
         if not node.args:
             return node.with_changes(args=[cst.Arg(value)])
         return with_keyword(node, "p", value)
@@ -521,14 +507,14 @@ def _is_dropout(node: cst.CSTNode, ctx: Context) -> bool:
     """``nn.Dropout(...)`` (and its 1d/2d/3d/alpha kin) or ``F.dropout(x, ...)``."""
     if not isinstance(node, cst.Call):
         return False
-    if _nn_class(node, ctx, _DROPOUT_CLASSES):
+    if nn_class(node, ctx, _DROPOUT_CLASSES):
         return True
-    return bool(node.args) and _refers_to(node.func, ctx, _DROPOUT_FUNCTIONS)
+    return bool(node.args) and refers_to(node.func, ctx, _DROPOUT_FUNCTIONS)
 
 
 def _probability_arg(node: cst.Call, ctx: Context) -> cst.Arg | None:
     """The argument holding p (first for the module, after the tensor for the function)."""
-    position = 0 if _nn_class(node, ctx, _DROPOUT_CLASSES) else 1
+    position = 0 if nn_class(node, ctx, _DROPOUT_CLASSES) else 1
     return find_arg(node, keyword="p", position=position)
 
 
@@ -573,7 +559,7 @@ class AdamEpsTooSmall(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if not isinstance(node, cst.Call) or not _is_optimizer(node.func, ctx, _ADAM_FAMILY):
+        if optimizer_class(node, ctx) not in _ADAM_FAMILY:
             return False
         current = find_arg(node, keyword="eps")
         if current is None:
@@ -583,7 +569,7 @@ class AdamEpsTooSmall(Operator):
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
         assert isinstance(node, cst.Call)
-        return with_keyword(node, "eps", _number(float(self.params["eps"])))
+        return with_keyword(node, "eps", number_literal(float(self.params["eps"])))
 
 
 _SPREADS = ("std", "var", "norm", "sqrt")
@@ -605,7 +591,7 @@ def _epsilon_split(node: cst.BinaryOperation) -> cst.BaseExpression | None:
 def _callee_tail(expr: cst.BaseExpression) -> str | None:
     if not isinstance(expr, cst.Call):
         return None
-    return (dotted_name(expr.func) or "").rsplit(".", 1)[-1] or method_name(expr)
+    return last_name(expr.func) or method_name(expr)
 
 
 class MissingEpsilon(Operator):
