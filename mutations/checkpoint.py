@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.gradient import _qualified_names, _receiver_kind
 from mutator.context import Context
 from mutator.operator import Example, Operator
-from mutator.patterns import callee_name, expression_call, method_name
+from mutator.patterns import (
+    callee_name,
+    method_name,
+    method_statement_receiver,
+    receiver_kind,
+)
 
 # Objects whose state is not the model's: everything else that loads a state dict is
 # treated as (part of) the model (``model``, ``self.net``, ``model.module``, ``ema``).
@@ -16,11 +20,7 @@ _NOT_MODEL = frozenset({"optimizer", "scheduler", "scaler"})
 
 def _load_state_dict_receiver(statement: cst.CSTNode) -> cst.BaseExpression | None:
     """``x`` of a ``x.load_state_dict(...)`` statement line."""
-    call = expression_call(statement)
-    if call is None or method_name(call) != "load_state_dict":
-        return None
-    assert isinstance(call.func, cst.Attribute)
-    return call.func.value
+    return method_statement_receiver(statement, "load_state_dict")
 
 
 class ResumeWithoutOptimizerState(Operator):
@@ -71,7 +71,7 @@ class ResumeWithoutOptimizerState(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         receiver = _load_state_dict_receiver(node)
-        return receiver is not None and _receiver_kind(ctx, receiver) == "optimizer"
+        return receiver is not None and receiver_kind(receiver, ctx) == "optimizer"
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -121,7 +121,7 @@ class DropLoadStateDict(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         receiver = _load_state_dict_receiver(node)
-        return receiver is not None and _receiver_kind(ctx, receiver) not in _NOT_MODEL
+        return receiver is not None and receiver_kind(receiver, ctx) not in _NOT_MODEL
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -173,7 +173,7 @@ class DropSchedulerStateOnResume(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         receiver = _load_state_dict_receiver(node)
-        return receiver is not None and _receiver_kind(ctx, receiver) == "scheduler"
+        return receiver is not None and receiver_kind(receiver, ctx) == "scheduler"
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -225,7 +225,7 @@ class BestStateWithoutCopy(Operator):
 
     def _state_dict_call(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:
         if isinstance(node, cst.Call):
-            names = _qualified_names(ctx, node.func)
+            names = ctx.qualified_names(node.func)
             is_deepcopy = "copy.deepcopy" in names or (
                 not names and callee_name(node) == "deepcopy"
             )

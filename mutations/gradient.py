@@ -2,215 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Operator, Param, Replacement
 from mutator.patterns import (
     callee_name,
+    constructor_kind,
     dotted_name,
+    dotted_names_in,
     expression_call,
     find_arg,
+    identifiers_in,
+    in_no_grad,
     is_call_statement,
+    is_module_class,
+    is_optimizer_step,
+    looks_like_loss_call,
+    method_call,
     method_name,
+    module_alias,
+    move_after,
+    move_before,
+    same_scope,
+    start_of,
+    starts_before,
 )
 
-# -- shared recognisers ---------------------------------------------------------------------
-# Candidates for mutator.patterns; mutations.checkpoint imports them from here because
-# operator modules may not edit the engine.
-
-_OPTIMIZER_CLASSES = frozenset(
-    {
-        "SGD",
-        "Adam",
-        "AdamW",
-        "Adamax",
-        "NAdam",
-        "RAdam",
-        "RMSprop",
-        "Rprop",
-        "Adagrad",
-        "Adadelta",
-        "SparseAdam",
-        "LBFGS",
-        "ASGD",
-        "Adafactor",
-        "Optimizer",
-    }
-)
-_SCHEDULER_CLASSES = frozenset(
-    {
-        "StepLR",
-        "MultiStepLR",
-        "ExponentialLR",
-        "CosineAnnealingLR",
-        "CosineAnnealingWarmRestarts",
-        "OneCycleLR",
-        "CyclicLR",
-        "LambdaLR",
-        "MultiplicativeLR",
-        "LinearLR",
-        "ConstantLR",
-        "PolynomialLR",
-        "SequentialLR",
-        "ChainedScheduler",
-        "ReduceLROnPlateau",
-        "LRScheduler",
-    }
-)
-_FUNCTIONAL_LOSSES = frozenset(
-    {
-        "cross_entropy",
-        "nll_loss",
-        "mse_loss",
-        "l1_loss",
-        "smooth_l1_loss",
-        "huber_loss",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "kl_div",
-        "cosine_embedding_loss",
-        "ctc_loss",
-        "hinge_embedding_loss",
-        "margin_ranking_loss",
-        "multi_margin_loss",
-        "multilabel_margin_loss",
-        "multilabel_soft_margin_loss",
-        "poisson_nll_loss",
-        "gaussian_nll_loss",
-        "soft_margin_loss",
-        "triplet_margin_loss",
-    }
-)
 _CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
-# Context managers / decorators under which no autograd graph is recorded.
-_NO_GRAD_NAMES = frozenset({"no_grad", "inference_mode"})
-
-
-def _qualified_names(ctx: Context, node: cst.CSTNode) -> set[str]:
-    """``ctx.qualified_names`` that also copes with libcst's lazily computed values.
-
-    libcst >= 1.1 stores qualified names as ``LazyValue`` objects in ``resolve_many``'s
-    result, which ``Context.qualified_names`` iterates directly (a TypeError). Until the
-    engine resolves them itself, resolve them here.
-    """
-    try:
-        return ctx.qualified_names(node)
-    except TypeError:
-        lazy = ctx._metadata[QualifiedNameProvider].get(node, set())
-        return {qualified.name for qualified in (lazy() if callable(lazy) else lazy)}
-
-
-def _names_in(ctx: Context, expr: cst.CSTNode) -> set[str]:
-    """Every bare identifier inside ``expr`` (attribute names included)."""
-    return {name.value for name in ctx.nodes_within(expr, cst.Name)}
-
-
-def _dotted_names_in(ctx: Context, expr: cst.CSTNode) -> set[str]:
-    found = {name.value for name in ctx.nodes_within(expr, cst.Name)}
-    for attribute in ctx.nodes_within(expr, cst.Attribute):
-        dotted = dotted_name(attribute)
-        if dotted is not None:
-            found.add(dotted)
-    return found
-
-
-def _starts_before(ctx: Context, first: cst.CSTNode, second: cst.CSTNode) -> bool:
-    a, b = ctx.position(first).start, ctx.position(second).start
-    return (a.line, a.column) < (b.line, b.column)
-
-
-def _same_scope(ctx: Context, first: cst.CSTNode, second: cst.CSTNode) -> bool:
-    return ctx.enclosing_function(first) is ctx.enclosing_function(second)
-
-
-def _assigned_values(ctx: Context, dotted: str) -> list[cst.BaseExpression]:
-    """Values ever assigned to the name ``dotted`` (``opt``, ``self.optimizer``) in the module."""
-    values = []
-    for assign in ctx.nodes(cst.Assign):
-        if any(dotted_name(target.target) == dotted for target in assign.targets):
-            values.append(assign.value)
-    for annotated in ctx.nodes(cst.AnnAssign):
-        if annotated.value is not None and dotted_name(annotated.target) == dotted:
-            values.append(annotated.value)
-    return values
-
-
-def _kind_of_class(names: Iterable[str], tail: str | None) -> str | None:
-    """optimizer / scheduler / scaler from a class's qualified names, else its bare name."""
-    for name in names:
-        if name.startswith("torch.optim.lr_scheduler."):
-            return "scheduler"
-        if name.rsplit(".", 1)[-1] == "GradScaler":
-            return "scaler"
-        if name.startswith("torch.optim."):
-            return "optimizer"
-    if tail in _SCHEDULER_CLASSES:
-        return "scheduler"
-    if tail in _OPTIMIZER_CLASSES:
-        return "optimizer"
-    if tail == "GradScaler":
-        return "scaler"
-    return None
-
-
-def _kind_by_name(name: str) -> str | None:
-    lowered = name.lower()
-    if "sched" in lowered:
-        return "scheduler"
-    if "scaler" in lowered:
-        return "scaler"
-    if "optim" in lowered or lowered == "opt" or lowered.startswith("opt_"):
-        return "optimizer"
-    if lowered.endswith("_opt"):
-        return "optimizer"
-    return None
-
-
-def _receiver_kind(ctx: Context, expr: cst.BaseExpression) -> str | None:
-    """Is this object an ``optimizer``, a ``scheduler`` or a (GradScaler) ``scaler``?
-
-    What it was constructed from decides first (``torch.optim.X``, ``lr_scheduler.X``),
-    then a parameter annotation, then its name (``sched`` before ``opt``, so
-    ``optim_scheduler`` is a scheduler).
-    """
-    while isinstance(expr, cst.Subscript):  # self.optimizers[0]
-        expr = expr.value
-    dotted = dotted_name(expr)
-    if dotted is None:
-        return None
-    for value in _assigned_values(ctx, dotted):
-        if isinstance(value, cst.Call):
-            kind = _kind_of_class(_qualified_names(ctx, value.func), callee_name(value))
-            if kind is not None:
-                return kind
-    if "." not in dotted:
-        for param in ctx.nodes(cst.Param):
-            if param.name.value == dotted and param.annotation is not None:
-                annotation = param.annotation.annotation
-                tail = (dotted_name(annotation) or "").rsplit(".", 1)[-1]
-                kind = _kind_of_class(_qualified_names(ctx, annotation), tail)
-                if kind is not None:
-                    return kind
-    return _kind_by_name(dotted.rsplit(".", 1)[-1])
-
-
-def _is_optimizer_step(statement: cst.CSTNode, ctx: Context) -> bool:
-    """``optimizer.step()`` / ``self.opt.step(closure)`` / ``scaler.step(optimizer)``."""
-    call = expression_call(statement)
-    if call is None or method_name(call) != "step":
-        return False
-    assert isinstance(call.func, cst.Attribute)
-    kind = _receiver_kind(ctx, call.func.value)
-    if kind == "optimizer":
-        return True
-    if kind == "scaler":
-        first = find_arg(call, position=0)
-        return first is not None and _receiver_kind(ctx, first.value) == "optimizer"
-    return False
 
 
 def _is_backward(statement: cst.CSTNode) -> bool:
@@ -234,70 +53,13 @@ def _clip_call(statement: cst.CSTNode) -> cst.Call | None:
     return None
 
 
-def _in_no_grad(ctx: Context, node: cst.CSTNode) -> bool:
-    """Inside ``with torch.no_grad():`` or a function decorated ``@torch.no_grad()``."""
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, cst.With):
-            for item in ancestor.items:
-                if isinstance(item.item, cst.Call) and callee_name(item.item) in _NO_GRAD_NAMES:
-                    return True
-        if isinstance(ancestor, cst.FunctionDef):
-            for decorator in ancestor.decorators:
-                target = decorator.decorator
-                if isinstance(target, cst.Call):
-                    target = target.func
-                name = dotted_name(target)
-                if name is not None and name.rsplit(".", 1)[-1] in _NO_GRAD_NAMES:
-                    return True
-    return False
-
-
 def _backward_calls(ctx: Context, near: cst.CSTNode) -> list[cst.Call]:
     """The ``.backward(...)`` calls in the same function (or module level) as ``near``."""
     return [
         call
         for call in ctx.nodes(cst.Call)
-        if method_name(call) == "backward" and _same_scope(ctx, call, near)
+        if method_name(call) == "backward" and same_scope(call, near, ctx)
     ]
-
-
-def _is_loss_call(call: cst.Call, ctx: Context) -> bool:
-    """``criterion(...)``, ``self.loss_fn(...)``, ``F.cross_entropy(...)``, ``CE()(...)``-built."""
-    tail = callee_name(call)
-    if tail is None or tail[:1].isupper():
-        return False  # ``nn.CrossEntropyLoss()`` builds a criterion; it computes no loss
-    resolved = _qualified_names(ctx, call.func)
-    for name in resolved:
-        module, _, tail = name.rpartition(".")
-        if module == "torch.nn.functional" and tail in _FUNCTIONAL_LOSSES:
-            return True
-    dotted = dotted_name(call.func)
-    if dotted is not None:
-        for value in _assigned_values(ctx, dotted):
-            if not isinstance(value, cst.Call):
-                continue
-            constructors = {*_qualified_names(ctx, value.func), callee_name(value) or ""}
-            if any(name.endswith("Loss") for name in constructors):
-                return True
-        last = dotted.rsplit(".", 1)[-1].lower()
-        if "criterion" in last or "loss" in last:
-            return True
-    return not resolved and tail in _FUNCTIONAL_LOSSES
-
-
-def _move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, object]:
-    """Edits that move ``statement`` directly above ``anchor`` (same block).
-
-    The moved line takes over the anchor's leading comments/blank lines so that a comment
-    heading the group stays on top.
-    """
-    assert isinstance(statement, cst.SimpleStatementLine)
-    assert isinstance(anchor, cst.SimpleStatementLine)
-    moved = statement.with_changes(leading_lines=anchor.leading_lines)
-    return {
-        statement: cst.RemoveFromParent(),
-        anchor: cst.FlattenSentinel([moved, anchor.with_changes(leading_lines=())]),
-    }
 
 
 def _nearest_preceding_backward(ctx: Context, statement: cst.CSTNode) -> cst.CSTNode | None:
@@ -397,14 +159,10 @@ class ZeroGradAfterBackward(Operator):
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         return is_call_statement(node, "zero_grad") and self._backward_after(node, ctx) is not None
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         backward = self._backward_after(node, ctx)
         assert backward is not None and expression_call(node) is not None
-        moved = node.with_changes(leading_lines=())
-        return {
-            node: cst.RemoveFromParent(),
-            backward: cst.FlattenSentinel([backward, moved]),
-        }
+        return move_after(node, backward)
 
 
 class DropBackward(Operator):
@@ -491,7 +249,7 @@ class DropOptimizerStep(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return _is_optimizer_step(node, ctx)
+        return is_optimizer_step(node, ctx)
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
@@ -543,12 +301,12 @@ class StepBeforeBackward(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return _is_optimizer_step(node, ctx) and _nearest_preceding_backward(ctx, node) is not None
+        return is_optimizer_step(node, ctx) and _nearest_preceding_backward(ctx, node) is not None
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         backward = _nearest_preceding_backward(ctx, node)
         assert backward is not None
-        return _move_before(node, backward)
+        return move_before(node, backward)
 
 
 class StepOutsideBatchLoop(Operator):
@@ -599,7 +357,7 @@ class StepOutsideBatchLoop(Operator):
         return loop
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if not _is_optimizer_step(node, ctx):
+        if not is_optimizer_step(node, ctx):
             return False
         loop = self._loop(node, ctx)
         # Only the batch loop: one that also runs backward() (not a loop over param groups).
@@ -607,7 +365,7 @@ class StepOutsideBatchLoop(Operator):
             method_name(call) == "backward" for call in ctx.nodes_within(loop, cst.Call)
         )
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         loop = self._loop(node, ctx)
         assert loop is not None and isinstance(loop.body, cst.IndentedBlock)
         remaining = [statement for statement in loop.body.body if statement is not node]
@@ -704,14 +462,7 @@ class DetachHidden(Operator):
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         assert isinstance(node, cst.Assign)
-        value = node.value
-        if (
-            not isinstance(value, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
-            and not value.lpar
-        ):
-            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        detached = cst.Call(func=cst.Attribute(value=value, attr=cst.Name("detach")))
-        return node.with_changes(value=detached)
+        return node.with_changes(value=method_call(node.value, "detach"))
 
 
 # Modules without parameters: a detach right before one of them cuts nothing new.
@@ -764,28 +515,13 @@ _NON_TENSOR_FUNCTIONS = frozenset(
 )
 
 
-def _is_module_class(cls: cst.ClassDef, ctx: Context, seen: frozenset[str] = frozenset()) -> bool:
-    for base in cls.bases:
-        if any(name.startswith("torch.nn.") for name in _qualified_names(ctx, base.value)):
-            return True
-        base_name = dotted_name(base.value)
-        if base_name is None or base_name in seen:
-            continue
-        if base_name.rsplit(".", 1)[-1] == "Module":
-            return True
-        for local in ctx.nodes(cst.ClassDef):
-            if local.name.value == base_name and _is_module_class(local, ctx, seen | {base_name}):
-                return True
-    return False
-
-
 def _forward_of(node: cst.CSTNode, ctx: Context) -> cst.FunctionDef | None:
     """The ``forward`` method of an nn.Module subclass that directly encloses ``node``."""
     function = ctx.enclosing_function(node)
     if function is None or function.name.value != "forward":
         return None
     cls = ctx.parent(ctx.parent(function))
-    if isinstance(cls, cst.ClassDef) and _is_module_class(cls, ctx):
+    if isinstance(cls, cst.ClassDef) and is_module_class(cls, ctx):
         return function
     return None
 
@@ -840,12 +576,12 @@ class _ForwardFlow:
             *ctx.nodes_within(forward, cst.Return),
         ]
         statements = [s for s in statements if ctx.enclosing_function(s) is forward]
-        self.statements = sorted(statements, key=lambda s: _start(ctx, s))
+        self.statements = sorted(statements, key=lambda s: start_of(s, ctx))
         # Names bound by ``for layer in self.layers:``: calling them applies a layer.
         self.layer_names: set[str] = set()
         for loop in ctx.nodes_within(forward, cst.For):
-            if "self" in _names_in(ctx, loop.iter):
-                self.layer_names |= _names_in(ctx, loop.target)
+            if "self" in identifiers_in(loop.iter, ctx):
+                self.layer_names |= identifiers_in(loop.target, ctx)
 
     def _applies_layer(self, expr: cst.CSTNode) -> bool:
         for call in self.ctx.nodes_within(expr, cst.Call):
@@ -865,10 +601,10 @@ class _ForwardFlow:
         if isinstance(statement, cst.Assign):
             found: set[str] = set()
             for target in statement.targets:
-                found |= _names_in(self.ctx, target.target)
+                found |= identifiers_in(target.target, self.ctx)
             return found
         if isinstance(statement, cst.AugAssign):
-            return _names_in(self.ctx, statement.target)
+            return identifiers_in(statement.target, self.ctx)
         return set()
 
     def at_layer_output(self, site: cst.Assign) -> bool:
@@ -885,7 +621,7 @@ class _ForwardFlow:
         unpacked: set[str] = set()
         for statement in self.statements:
             if statement is site:
-                return bool(_names_in(self.ctx, site.value) & unpacked)
+                return bool(identifiers_in(site.value, self.ctx) & unpacked)
             targets = self._targets(statement)
             expression = self._expression(statement)
             unpacked -= targets  # rebinding a name ends its life as an unpacked output
@@ -904,7 +640,7 @@ class _ForwardFlow:
         if (
             in_loop is not None
             and self.ctx.within(self.forward, in_loop)
-            and name in _names_in(self.ctx, site.value)
+            and name in identifiers_in(site.value, self.ctx)
             and self._applies_layer(site.value)
         ):
             return True  # the next iteration feeds it to the layer again
@@ -917,16 +653,11 @@ class _ForwardFlow:
             expression = self._expression(statement)
             if not after or expression is None:
                 continue
-            if _names_in(self.ctx, expression) & flow:
+            if identifiers_in(expression, self.ctx) & flow:
                 if self._applies_layer(expression):
                     return True
                 flow |= self._targets(statement)
         return False
-
-
-def _start(ctx: Context, node: cst.CSTNode) -> tuple[int, int]:
-    where = ctx.position(node).start
-    return (where.line, where.column)
 
 
 class LossFromItem(Operator):
@@ -993,7 +724,7 @@ class LossFromItem(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         assert isinstance(node, cst.Call)
-        if not _is_loss_call(node, ctx) or _in_no_grad(ctx, node):
+        if not looks_like_loss_call(node, ctx) or in_no_grad(node, ctx):
             return False
         assign = self._assignment(node, ctx)
         if assign is None:
@@ -1003,7 +734,7 @@ class LossFromItem(Operator):
         return _reaches_backward(ctx, assign, target.value)
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
-        torch_name = _torch_alias(ctx)
+        torch_name = module_alias(ctx, "torch", at=node)
         code = ctx.code(node)
         if torch_name is None:
             # Without a torch import in scope, the same bug spelled with tensor methods.
@@ -1011,31 +742,18 @@ class LossFromItem(Operator):
         return cst.parse_expression(f"{torch_name}.tensor({code}.item(), requires_grad=True)")
 
 
-def _torch_alias(ctx: Context) -> str | None:
-    """The name ``import torch`` (or ``import torch as th``) binds, if any."""
-    for statement in ctx.nodes(cst.Import):
-        for alias in statement.names:
-            if dotted_name(alias.name) == "torch":
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    return alias.asname.name.value
-                return "torch"
-            if alias.asname is None and (dotted_name(alias.name) or "").startswith("torch."):
-                return "torch"  # ``import torch.nn`` binds ``torch`` too
-    return None
-
-
 def _reaches_backward(ctx: Context, assign: cst.Assign, name: str) -> bool:
     """Does the value bound to ``name`` flow (through later assignments) into ``backward()``?"""
     flow = {name}
     for later in ctx.nodes(cst.Assign):
-        if later is assign or not _same_scope(ctx, later, assign):
+        if later is assign or not same_scope(later, assign, ctx):
             continue
-        if _starts_before(ctx, assign, later) and _names_in(ctx, later.value) & flow:
+        if starts_before(assign, later, ctx) and identifiers_in(later.value, ctx) & flow:
             for target in later.targets:
                 if isinstance(target.target, cst.Name):
                     flow.add(target.target.value)
     return any(
-        _starts_before(ctx, assign, call) and _names_in(ctx, call) & flow
+        starts_before(assign, call, ctx) and identifiers_in(call, ctx) & flow
         for call in _backward_calls(ctx, assign)
     )
 
@@ -1082,7 +800,7 @@ class AccumulateLossGraph(Operator):
     )
 
     def _item_call(self, node: cst.AugAssign, ctx: Context) -> cst.Call | None:
-        if not isinstance(node.operator, cst.AddAssign) or _in_no_grad(ctx, node):
+        if not isinstance(node.operator, cst.AddAssign) or in_no_grad(node, ctx):
             return None
         candidates: list[cst.BaseExpression] = [node.value]
         while candidates:
@@ -1093,7 +811,7 @@ class AccumulateLossGraph(Operator):
                 assert isinstance(expr.func, cst.Attribute)
                 receiver = dotted_name(expr.func.value)
                 if receiver is not None and any(
-                    receiver in _dotted_names_in(ctx, call) for call in _backward_calls(ctx, node)
+                    receiver in dotted_names_in(call, ctx) for call in _backward_calls(ctx, node)
                 ):
                     return expr
         return None
@@ -1162,8 +880,7 @@ class OptimizerPartialParams(Operator):
             return False
         if find_arg(constructor, "params", 0) is not arg:
             return False
-        kind = _kind_of_class(_qualified_names(ctx, constructor.func), callee_name(constructor))
-        return kind == "optimizer"
+        return constructor_kind(constructor, ctx) == "optimizer"
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         return cst.parse_expression(f"list({ctx.code(node)})[-{self.params['keep']}:]")
@@ -1263,10 +980,10 @@ class ClipBeforeBackward(Operator):
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         return _clip_call(node) is not None and _nearest_preceding_backward(ctx, node) is not None
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         backward = _nearest_preceding_backward(ctx, node)
         assert backward is not None
-        return _move_before(node, backward)
+        return move_before(node, backward)
 
 
 def _accumulation_divisor(expr: cst.BaseExpression) -> bool:
@@ -1335,7 +1052,7 @@ class UnscaledGradAccumulation(Operator):
             statement is not None and _is_backward(statement)
         )
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         if isinstance(node, cst.AugAssign):
             return {node: cst.RemoveFromParent()}
         assert isinstance(node, cst.BinaryOperation)
@@ -1403,12 +1120,12 @@ class DropHiddenDetach(Operator):
         assign = node.body[0]
         if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
             return False
-        if ctx.enclosing(node, (cst.For, cst.While)) is None or _in_no_grad(ctx, node):
+        if ctx.enclosing(node, (cst.For, cst.While)) is None or in_no_grad(node, ctx):
             return False
         target = assign.targets[0].target
         parts = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
         state = [dotted_name(part) for part in parts]
-        if None in state or not set(state) <= _dotted_names_in(ctx, assign.value):
+        if None in state or not set(state) <= dotted_names_in(assign.value, ctx):
             return False  # only re-binding the same state to its detached self
         return any(
             "detach" in (callee_name(call) or "") or "repackage" in (callee_name(call) or "")

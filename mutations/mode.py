@@ -344,7 +344,7 @@ class EvalModeBeforeTraining(Operator):
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         return _model_mode_statement(node, ctx, "train") is not None
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         call = _model_mode_statement(node, ctx, "train")
         assert call is not None and isinstance(call.func, cst.Attribute)
         return {
@@ -746,5 +746,5 @@ class ValidateOnTrainingData(Operator):
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         return bool(self._swaps(node, ctx))
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, object]:
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         return dict(self._swaps(node, ctx))

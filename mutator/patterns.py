@@ -470,11 +470,16 @@ def resolves_under(expr: cst.BaseExpression, ctx: Context, prefix: str) -> bool:
     )
 
 
-def module_alias(ctx: Context, module: str) -> str | None:
-    """How this script spells ``module`` at top level: ``F``, ``nn.functional``, ``torch``."""
+def module_alias(ctx: Context, module: str, at: cst.CSTNode | None = None) -> str | None:
+    """How this script spells ``module`` at top level (or, given ``at``, also through the
+    imports of the function holding ``at``): ``F``, ``nn.functional``, ``torch``."""
+    scope = enclosing_function(at, ctx) if at is not None else None
     best: tuple[int, int, str] | None = None
     for binding in imports(ctx).bindings:
-        if not binding.at_module_level:
+        visible = binding.at_module_level or (
+            scope is not None and enclosing_function(binding.statement, ctx) is scope
+        )
+        if not visible:
             continue
         if binding.qualified == module:
             spelling = binding.local
@@ -837,7 +842,8 @@ def optimizer_class(call: cst.CSTNode, ctx: Context) -> str | None:
     """``"Adam"`` for ``optim.Adam(...)``/``torch.optim.Adam(...)``/``Adam(...)``, else None."""
     if not isinstance(call, cst.Call):
         return None
-    resolved = ctx.qualified_names(call.func)
+    # The script's own ``class Adam`` is no torch optimizer: it takes none of its arguments.
+    resolved = resolved_names(call.func, ctx)
     for qualified in resolved:
         tail = qualified.rsplit(".", 1)[-1]
         if (
