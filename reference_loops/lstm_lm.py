@@ -80,7 +80,7 @@ class CharLSTM(nn.Module):
         self.hidden_size = hidden
         self.embed = nn.Embedding(vocab_size, embed_dim)
         self.lstm = nn.LSTM(embed_dim, hidden, batch_first=True)
-        self.dropout = nn.Dropout(0.1)
+        self.dropout = nn.Dropout(0.2)
         self.head = nn.Linear(hidden, vocab_size)
 
     def init_hidden(self, n_streams: int, device: torch.device) -> Hidden:

@@ -127,7 +127,7 @@ def save_checkpoint(
         "python_rng": random.getstate(),
         # numpy's global RNG is seeded but never drawn from, so it is not saved.
     }
-    if torch.cuda.is_available():
+    if torch.cuda.is_initialized():  # a CPU run has no CUDA RNG to save (asking would start CUDA)
         state["cuda_rng"] = torch.cuda.get_rng_state_all()
     # Write then rename: a crash mid-save leaves the previous checkpoint intact.
     tmp_path = path + ".tmp"

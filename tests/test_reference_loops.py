@@ -90,6 +90,10 @@ def _recording(original: Callable[..., torch.Tensor], run: Run) -> Callable[...,
 
 
 def run_loop(name: str, *argv: str) -> Run:
+    return run_main(loop(name).main, *argv)
+
+
+def run_main(main: Callable[[list[str]], None], *argv: str) -> Run:
     run = Run()
     with pytest.MonkeyPatch.context() as patch:
         for function in LOSS_FUNCTIONS:
@@ -97,11 +101,21 @@ def run_loop(name: str, *argv: str) -> Run:
         telemetry.set_sink(run.reports.append)
         try:
             start = time.process_time()
-            loop(name).main(list(argv))
+            main(list(argv))
             run.cpu_s = time.process_time() - start
         finally:
             telemetry.set_sink(None)
     return run
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One intra-op thread, as the harness runs loops: on a shared machine extra threads
+    only wait for each other, and the CPU budgets are per thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @cache
@@ -247,12 +261,7 @@ def _unigram_entropy(text: str) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LOOPS)
 def test_default_budget_reaches_target_in_budget(name):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        run = run_loop(name, "--seed", "0")
-    finally:
-        torch.set_num_threads(threads)
+    run = run_loop(name, "--seed", "0")
     final = run.epochs[-1]
     if name in LANGUAGE_MODELS:
         assert final["val_loss"] < _unigram_entropy(loop(name).load_text()) - 0.5
@@ -267,6 +276,52 @@ def test_default_budget_reaches_target_in_budget(name):
         assert run.reports[-1]["test_metric"] >= 0.95
     # CPU time, not wall time: other processes on the machine must not fail the test.
     assert run.cpu_s <= LOOPS[name].cpu_budget_s
+
+
+def _mutant_main(name: str, operator: str) -> Callable[[list[str]], None] | None:
+    """``main`` of the loop with the first site of ``operator`` applied; None without a site."""
+    from mutations.registry import resolve
+    from mutator import SourceFile
+
+    path = LOOPS_DIR / f"{name}.py"
+    source = SourceFile.from_path(str(path))
+    sites = source.find_sites([resolve(operator)])
+    if not sites:
+        return None
+    module = ModuleType(f"mutant_of_{name}")
+    module.__file__ = str(path)
+    exec(compile(source.apply(sites[:1]).source, str(path), "exec"), module.__dict__)
+    return module.main
+
+
+# The bugs the issue names: missing zero_grad, LR x100, eval mode during training, labels
+# shuffled (no site in the language models, whose labels are the text itself).
+PLANTED_BUGS = ("drop_zero_grad", "scale_lr", "eval_mode_before_training", "shuffle_labels")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LOOPS)
+def test_planted_bugs_visibly_change_the_curve(name):
+    """Same seed, default budget: the final train loss moves by > 3% or the val metric by
+    > 0.02, or the run crashes or goes non-finite."""
+    reference = run_loop(name, "--seed", "0").epochs[-1]
+    checked = []
+    for operator in PLANTED_BUGS:
+        main = _mutant_main(name, operator)
+        if main is None:
+            continue
+        checked.append(operator)
+        try:
+            final = run_main(main, "--seed", "0").epochs[-1]
+        except Exception:  # a crash is as visible as it gets
+            continue
+        loss, metric = final["train_loss"], final["val_metric"]
+        if not (math.isfinite(loss) and math.isfinite(metric)):
+            continue
+        loss_change = abs(loss / reference["train_loss"] - 1)
+        metric_change = abs(metric - reference["val_metric"])
+        assert loss_change > 0.03 or metric_change > 0.02, (operator, final, reference)
+    assert len(checked) >= 3
 
 
 @pytest.mark.slow
