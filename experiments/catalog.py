@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -111,14 +111,19 @@ def load_runs(
     *,
     n_classes: Mapping[str, int] | int | None = None,
     use_cache: bool = True,
+    keys: Collection[str] | None = None,
 ) -> list[LoadedRun]:
     """Every stored run under ``results_dir/runs`` with its signature and curves.
 
     ``n_classes`` (one number, or per loop name) sets ln C and chance; without it a run's
     ``result.json`` or its ``report(n_classes=...)`` records are used when present.
+    ``keys`` limits loading to those runs (a sweep's own runs, not everything stored).
     """
     runs = []
+    wanted = set(keys) if keys is not None else None
     for result_path in find_result_files(results_dir):
+        if wanted is not None and result_path.parent.name not in wanted:
+            continue
         try:
             result = orjson.loads(result_path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -489,12 +494,14 @@ def rebuild_report(
     *,
     n_classes: Mapping[str, int] | int | None = None,
     progress: Callable[[str], None] | None = None,
+    keys: Collection[str] | None = None,
 ) -> CatalogSummary:
-    """``trainwreck report RESULTS_DIR``: rebuild every catalog file from stored runs."""
+    """``trainwreck report RESULTS_DIR``: rebuild every catalog file from stored runs
+    (only the runs named by ``keys`` when given)."""
     started = time.perf_counter()
     out_dir = Path(out_dir) if out_dir is not None else Path(results_dir) / "catalog"
     say = progress or (lambda message: None)
-    runs = load_runs(results_dir, n_classes=n_classes)
+    runs = load_runs(results_dir, n_classes=n_classes, keys=keys)
     say(f"loaded {len(runs)} runs ({sum(run.cached for run in runs)} signatures cached)")
     tables = build_tables(runs)
     files = write_catalog(tables, out_dir)

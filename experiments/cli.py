@@ -218,8 +218,30 @@ def _bench(argv: Sequence[str]) -> int:
     return bench_main(list(argv))
 
 
+def _catalog(argv: Sequence[str]) -> int:
+    from experiments.catalog_job import CatalogError, catalog_main
+
+    try:
+        return catalog_main(argv)
+    except CatalogError as error:
+        print(f"trainwreck catalog: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _report(argv: Sequence[str]) -> int:
+    from experiments.catalog_job import CatalogError, report_main
+
+    try:
+        return report_main(argv)
+    except CatalogError as error:
+        print(f"trainwreck report: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
 # Commands that own their argument parsing: ``trainwreck NAME ARGS...`` -> handler(ARGS).
 DELEGATED: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
+    "catalog": (_catalog, "run the mutant sweep and write the symptom catalog (the main job)"),
+    "report": (_report, "rebuild the catalog files from stored runs, without training"),
     "sweep": (_sweep, "run a Hydra sweep (same overrides as python -m experiments.run)"),
     "lint": (_lint, "lint training scripts for loop bugs (trainwreck-lint)"),
     "bench": (_bench, "score bug detectors against the mutants (leaderboard, export)"),

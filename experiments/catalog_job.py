@@ -1,0 +1,284 @@
+"""The main job: ``trainwreck catalog`` runs the sweep behind the symptom catalog and
+writes it; ``trainwreck report RESULTS_DIR`` rebuilds the files from stored runs.
+
+A profile names the loops and seeds. Every first-order mutant (each operator and its
+declared variants, at every site) runs on the profile's seeds; the unmutated loop runs
+on the same seeds (the reference distribution) and on a disjoint set of seeds, which the
+catalog judges as if it were a mutant (the ``noop`` control, expected to be silent).
+Runs come from the cache when they exist, so a rerun trains nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SWEEP_FILE = "sweep.json"  # in the catalog folder: the runs this catalog was built from
+
+
+class CatalogError(Exception):
+    """A user mistake (unknown profile/loop, bad override): one line, exit 2."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    loops: tuple[str, ...]
+    seeds: tuple[int, ...]
+    noop_seeds: tuple[int, ...]
+    description: str
+
+
+ALL_LOOPS = (
+    "mlp_digits",
+    "cnn_digits",
+    "functional_digits",
+    "binary_cancer",
+    "regression_diabetes",
+    "resume_digits",
+    "char_lm",
+    "lstm_lm",
+)
+PROFILES = {
+    "quick": Profile(
+        loops=("mlp_digits", "binary_cancer"),
+        seeds=(0, 1, 2),
+        noop_seeds=(100, 101, 102),
+        description="2 loops x every mutant x 3 seeds (a few minutes on 2 cores)",
+    ),
+    "full": Profile(
+        loops=ALL_LOOPS,
+        seeds=(0, 1, 2, 3, 4),
+        noop_seeds=(100, 101, 102, 103, 104),
+        description="every loop x every mutant x 5 seeds",
+    ),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="trainwreck catalog",
+        description="Run every first-order mutant of the reference loops and write the symptom catalog.",
+    )
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    parser.add_argument("--loops", help="comma-separated loops instead of the profile's")
+    parser.add_argument("--seeds", type=int, help="number of seeds instead of the profile's")
+    parser.add_argument(
+        "--operators",
+        help="comma-separated operator specs instead of every operator and variant",
+    )
+    parser.add_argument("--workers", type=int, help="runs at once (default: all cores)")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        help="Hydra overrides applied to every loop, e.g. results_dir=DIR device=cuda budget.epochs=5",
+    )
+    return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise CatalogError(message)
+
+
+def catalog_main(argv: Sequence[str]) -> int:
+    args = _parser().parse_args(list(argv))
+    profile = PROFILES[args.profile]
+    loops = tuple(args.loops.split(",")) if args.loops else profile.loops
+    seeds = profile.seeds
+    noop_seeds = profile.noop_seeds
+    if args.seeds is not None:
+        if args.seeds < 2:
+            raise CatalogError("--seeds must be at least 2 (symptoms are judged against a spread)")
+        seeds = tuple(range(args.seeds))
+        noop_seeds = tuple(range(100, 100 + args.seeds))
+    for override in args.overrides:
+        if "=" not in override:
+            raise CatalogError(
+                f"bad override {override!r}: expected key=value, e.g. results_dir=out/"
+            )
+    specs, results_dir, n_classes, workers, budget = _plan(loops, seeds, noop_seeds, args)
+    started = time.monotonic()
+    print(
+        f"[trainwreck] catalog ({args.profile}): {len(loops)} loops, seeds {list(seeds)}, "
+        f"noop seeds {list(noop_seeds)}, {len(specs)} runs, {workers} at once",
+        file=sys.stderr,
+    )
+    from experiments.harness import run_sweep
+
+    bar = ProgressBar(sys.stderr)
+    rows = run_sweep(specs, results_dir, workers=workers, progress=bar, budget=budget)
+    bar.close()
+    return _write(results_dir, rows, n_classes, started)
+
+
+def report_main(argv: Sequence[str]) -> int:
+    parser = _Parser(
+        prog="trainwreck report",
+        description="Rebuild the catalog files (tables, study.md, report.html) from stored runs.",
+    )
+    parser.add_argument("results_dir", help="a results folder written by trainwreck catalog/sweep")
+    parser.add_argument(
+        "--all-runs", action="store_true", help="use every stored run, not only the last catalog's"
+    )
+    args = parser.parse_args(list(argv))
+    results = Path(args.results_dir)
+    if not (results / "runs").is_dir():
+        raise CatalogError(f"{results}: no stored runs here (expected {results / 'runs'}/)")
+    from experiments.catalog import rebuild_report
+
+    keys, n_classes = None, None
+    sweep_file = results / "catalog" / SWEEP_FILE
+    if sweep_file.exists() and not args.all_runs:
+        recorded = json.loads(sweep_file.read_text())
+        keys, n_classes = recorded["keys"], recorded.get("n_classes")
+    summary = rebuild_report(
+        results,
+        n_classes=n_classes,
+        keys=keys,
+        progress=lambda m: print(f"[trainwreck] {m}", file=sys.stderr),
+    )
+    if keys is not None:
+        _record_sweep(summary.out_dir, keys, n_classes)
+    _print_summary(summary)
+    return 0
+
+
+def _plan(loops, seeds, noop_seeds, args):
+    """RunSpecs for every loop (mutants on ``seeds``, unmutated on both seed sets)."""
+    from experiments import sweep as sweeps
+    from experiments.harness.runner import Budget
+    from experiments.run import compose, to_sweep
+
+    specs, n_classes = [], {}
+    cfg = None
+    for loop in loops:
+        try:
+            cfg = compose([f"loop={loop}", *args.overrides])
+        except Exception as error:  # Hydra's compose errors name the valid choices
+            raise CatalogError(_one_line(str(error))) from None
+        base = to_sweep(cfg)
+        n_classes[base.loops[0].label] = cfg.loop.n_classes
+        try:
+            mutants = sweeps.Sweep(
+                loops=base.loops,
+                operators=args.operators.split(",") if args.operators else [sweeps.VARIANTS],
+                seeds=list(seeds),
+                device=base.device,
+                limits=base.limits,
+            )
+            control = sweeps.Sweep(
+                loops=base.loops, seeds=list(noop_seeds), device=base.device, limits=base.limits
+            )
+            specs += sweeps.build(mutants) + sweeps.build(control)
+        except sweeps.SweepError as error:
+            raise CatalogError(str(error).splitlines()[0]) from None
+    assert cfg is not None
+    budget = Budget(
+        factor=cfg.budget.timeout_factor,
+        slack_s=cfg.budget.timeout_slack_s,
+        default_timeout_s=cfg.budget.default_timeout_s,
+        max_timeout_s=cfg.budget.max_timeout_s,
+    )
+    workers = args.workers or cfg.budget.workers or os.cpu_count() or 1
+    n_classes = {name: value for name, value in n_classes.items() if value}
+    return specs, Path(cfg.results_dir), n_classes, workers, budget
+
+
+def _one_line(message: str) -> str:
+    """Hydra's multi-line compose error as one line that keeps the valid choices."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if "Config search path:" in lines:
+        lines = lines[: lines.index("Config search path:")]
+    head = lines[0]
+    starts = [i for i, line in enumerate(lines) if line.startswith("Available options")]
+    if starts:
+        return f"{head}; valid: {', '.join(lines[starts[0] + 1 :])}"
+    return " ".join(lines)
+
+
+def _write(results_dir: Path, rows: list[dict], n_classes: dict, started: float) -> int:
+    from experiments.catalog import rebuild_report
+
+    keys = sorted({row["key"] for row in rows})
+    summary = rebuild_report(results_dir, n_classes=n_classes, keys=keys)
+    _record_sweep(summary.out_dir, keys, n_classes)
+    statuses: dict[str, int] = {}
+    for row in rows:
+        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+    cached = sum(bool(row.get("cached")) for row in rows)
+    print(
+        f"[trainwreck] {len(rows)} runs ({cached} cached) in {time.monotonic() - started:.0f} s; "
+        + ", ".join(f"{status} {count}" for status, count in sorted(statuses.items())),
+        file=sys.stderr,
+    )
+    _print_summary(summary)
+    return 0
+
+
+def _record_sweep(out_dir: Path, keys: Sequence[str], n_classes) -> None:
+    path = Path(out_dir) / SWEEP_FILE
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps({"keys": list(keys), "n_classes": n_classes}))
+    os.replace(temporary, path)
+
+
+def _print_summary(summary) -> None:
+    control = summary.control or {}
+    rate = control.get("false_positive_rate")
+    noop = f"; noop control false-positive rate {rate:.0%}" if isinstance(rate, float) else ""
+    print(
+        f"[trainwreck] catalog: {summary.n_mutants} mutants over {summary.n_loops} loops{noop}\n"
+        f"[trainwreck] wrote {summary.out_dir}/ (symptoms.md, study.md, report.html, runs.parquet, ...)",
+        file=sys.stderr,
+    )
+
+
+class ProgressBar:
+    """``[#####.....] 120/300 runs  cached 80  not ok 12  ETA 1m05s`` on one line (a line per
+    10% when stderr is not a terminal, so logs stay readable)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.started = time.monotonic()
+        self.last_decile = -1
+        self.fresh_started: float | None = None
+
+    def __call__(self, done: int, total: int, cached: int, failed: int) -> None:
+        elapsed = time.monotonic() - self.started
+        trained = done - cached
+        eta = ""
+        if trained > 0 and done < total:
+            per_run = elapsed / trained
+            eta = f"  ETA {_duration(per_run * (total - done))}"
+        width = 30
+        filled = int(width * done / max(total, 1))
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs"
+            f"  cached {cached}  not ok {failed}{eta}"
+        )
+        if self.tty:
+            self.stream.write("\r" + line.ljust(90))
+            self.stream.flush()
+        else:
+            decile = 10 * done // max(total, 1)
+            if decile != self.last_decile or done == total:
+                self.last_decile = decile
+                self.stream.write(line + "\n")
+                self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"

@@ -1,0 +1,69 @@
+"""``trainwreck catalog`` and ``trainwreck report`` end to end on a small real sweep."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from experiments.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys):
+    results = tmp_path / "results"
+    argv = [
+        "catalog",
+        "--loops",
+        "mlp_digits",
+        "--seeds",
+        "2",
+        "--operators",
+        "drop_optimizer_step,scale_lr",
+        "budget.epochs=3",
+        f"results_dir={results}",
+    ]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "runs (0 cached)" in err and "catalog:" in err
+    catalog = results / "catalog"
+    for name in (
+        "runs.parquet",
+        "runs.csv",
+        "curves.parquet",
+        "symptoms.csv",
+        "symptoms.md",
+        "study.md",
+        "report.html",
+        "sweep.json",
+    ):
+        assert (catalog / name).is_file(), name
+    runs = pd.read_parquet(catalog / "runs.parquet")
+    # 2 seeds x (reference + drop_optimizer_step + scale_lr) + 2 noop seeds
+    assert len(runs) == 8
+    assert set(runs["role"]) >= {"reference", "mutant", "noop"}
+    symptoms = pd.read_csv(catalog / "symptoms.csv")
+    step = symptoms[symptoms["operator"] == "drop_optimizer_step"].iloc[0]
+    assert "no_learning" in step["symptoms"]
+    assert json.loads((catalog / "sweep.json").read_text())["keys"]
+
+    # unchanged sweep: nothing trains again
+    assert main(argv) == 0
+    assert "runs (8 cached)" in capsys.readouterr().err
+
+    # the report rebuilds from stored runs alone
+    (catalog / "report.html").unlink()
+    assert main(["report", str(results)]) == 0
+    assert (catalog / "report.html").is_file()
+
+
+def test_catalog_user_errors_are_one_line(tmp_path, capsys):
+    assert main(["catalog", "--loops", "nope", f"results_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert "valid: " in err and "mlp_digits" in err and err.count("\n") == 1
+    assert main(["catalog", "--operators", "drop_zero_gard", f"results_dir={tmp_path}"]) == 2
+    assert "did you mean drop_zero_grad" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert not any(tmp_path.iterdir()), "nothing written on bad input"
