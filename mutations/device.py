@@ -6,14 +6,20 @@ On a CPU run every mutant here behaves like the original; on a GPU run the first
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from mutations.mode import _is_model, _target_names
 from mutator.context import Context
 from mutator.operator import Example, Operator
-from mutator.patterns import dotted_name, method_name
+from mutator.patterns import (
+    bound_names,
+    dotted_name,
+    identifier_words,
+    is_model,
+    method_name,
+    positional_args,
+    receiver,
+    without_tuple_element,
+)
 
 _DTYPES = frozenset(
     {
@@ -49,7 +55,7 @@ def _is_device_move(expr: cst.BaseExpression, ctx: Context) -> bool:
         return True
     if method != "to" or not expr.args:
         return False
-    positional = [arg for arg in expr.args if arg.keyword is None]
+    positional = positional_args(expr)
     keywords = {arg.keyword.value for arg in expr.args if arg.keyword is not None}
     if any(arg.star for arg in expr.args) or len(positional) > 1 or keywords - _DEVICE_KEYWORDS:
         return False
@@ -58,11 +64,6 @@ def _is_device_move(expr: cst.BaseExpression, ctx: Context) -> bool:
         # x.to(torch.float32) is a cast, not a move
         return target is None or target.rsplit(".", 1)[-1] not in _DTYPES
     return "device" in keywords
-
-
-def _receiver(move: cst.Call) -> cst.BaseExpression:
-    assert isinstance(move.func, cst.Attribute)
-    return move.func.value
 
 
 # -- is a variable a batch's input or its target? ----------------------------------------------
@@ -95,14 +96,8 @@ _INPUT_WORDS = frozenset(
 )
 
 
-def _words(name: str) -> set[str]:
-    """``input_ids`` -> {input, ids}; ``batchX`` -> {batch, x}."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    return {word.lower() for word in re.split(r"[_\W]+", spaced) if word}
-
-
 def _role_by_name(name: str) -> str | None:
-    words = _words(name)
+    words = identifier_words(name)
     is_target, is_input = bool(words & _TARGET_WORDS), bool(words & _INPUT_WORDS)
     if is_target != is_input:
         return "target" if is_target else "input"
@@ -156,17 +151,8 @@ def _element_roles(assign: cst.Assign, ctx: Context) -> list[tuple[int, str | No
     roles = []
     for index, (bound, moved) in enumerate(pairs):
         if _is_device_move(moved, ctx):
-            roles.append((index, _role(bound, ctx) or _role(_receiver(moved), ctx)))
+            roles.append((index, _role(bound, ctx) or _role(receiver(moved), ctx)))
     return roles
-
-
-def _without_element(tuple_node: cst.Tuple, index: int) -> cst.BaseExpression:
-    """``(a, b, c)`` without element ``index``; a lone survivor stands unparenthesised."""
-    elements = [e for i, e in enumerate(tuple_node.elements) if i != index]
-    if len(elements) == 1:
-        return elements[0].value
-    elements[-1] = elements[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return tuple_node.with_changes(elements=elements)
 
 
 class _DropBatchToDevice(Operator):
@@ -194,32 +180,32 @@ class _DropBatchToDevice(Operator):
         return (
             _is_device_move(node, ctx)
             and not self._is_assigned(node, ctx)
-            and _role(_receiver(node), ctx) == self.role
+            and _role(receiver(node), ctx) == self.role
         )
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
         if isinstance(node, cst.Call):
-            return _receiver(node)  # model(x.to(device)) -> model(x)
+            return receiver(node)  # model(x.to(device)) -> model(x)
         assert isinstance(node, cst.Assign)
         index = self._assign_index(node, ctx)
         assert index is not None
         target, value = node.targets[0].target, node.value
         if not isinstance(value, cst.Tuple):
             assert isinstance(value, cst.Call)
-            if dotted_name(target) == dotted_name(_receiver(value)):
+            if dotted_name(target) == dotted_name(receiver(value)):
                 return cst.RemoveFromParent()  # x = x.to(device)
-            return node.with_changes(value=_receiver(value))
+            return node.with_changes(value=receiver(value))
         assert isinstance(target, cst.Tuple)
         moved = value.elements[index].value
         assert isinstance(moved, cst.Call)
-        if dotted_name(target.elements[index].value) == dotted_name(_receiver(moved)):
+        if dotted_name(target.elements[index].value) == dotted_name(receiver(moved)):
             # x, y = x.to(device), y.to(device) -> y = y.to(device)
             return node.with_changes(
-                targets=[node.targets[0].with_changes(target=_without_element(target, index))],
-                value=_without_element(value, index),
+                targets=[node.targets[0].with_changes(target=without_tuple_element(target, index))],
+                value=without_tuple_element(value, index),
             )
         elements = list(value.elements)
-        elements[index] = elements[index].with_changes(value=_receiver(moved))
+        elements[index] = elements[index].with_changes(value=receiver(moved))
         return node.with_changes(value=value.with_changes(elements=elements))
 
 
@@ -358,14 +344,14 @@ class DropModelToDevice(Operator):
 
     def _move(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:
         if isinstance(node, cst.Assign):
-            if len(node.targets) != 1 or len(list(_target_names(node.targets[0].target))) != 1:
+            if len(node.targets) != 1 or len(list(bound_names(node.targets[0].target))) != 1:
                 return None
         elif not isinstance(node, cst.Expr):
             return None
         value = node.value
         if not isinstance(value, cst.Call) or not _is_device_move(value, ctx):
             return None
-        return value if _is_model(_receiver(value), ctx) else None
+        return value if is_model(receiver(value), ctx) else None
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         return self._move(node, ctx) is not None
@@ -373,10 +359,10 @@ class DropModelToDevice(Operator):
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
         move = self._move(node, ctx)
         assert move is not None
-        receiver = _receiver(move)
+        unmoved = receiver(move)
         if isinstance(node, cst.Expr):
             return cst.RemoveFromParent()
         assert isinstance(node, cst.Assign)
-        if dotted_name(node.targets[0].target) == dotted_name(receiver):
+        if dotted_name(node.targets[0].target) == dotted_name(unmoved):
             return cst.RemoveFromParent()
-        return node.with_changes(value=receiver)
+        return node.with_changes(value=unmoved)

@@ -1,194 +1,33 @@
-"""Mode bugs: train/eval mode switches, gradient tracking during evaluation, evaluation data.
-
-The private helpers at the top (what a receiver was assigned from, is it a model, which
-names a scope binds) are shared with ``mutations.device`` and ``mutations.optim``.
-"""
+"""Mode bugs: train/eval mode switches, gradient tracking during evaluation, evaluation data."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Replacement
-from mutator.patterns import callee_name, dotted_name, expression_call, method_name
-
-
-def _qualified_names(node: cst.CSTNode, ctx: Context) -> set[str]:
-    """``ctx.qualified_names``, tolerating libcst's lazy metadata values.
-
-    On libcst >= 1.2 the QualifiedNameProvider stores ``LazyValue``s, which
-    ``Context.qualified_names`` iterates without calling (TypeError). Until the engine
-    unwraps them, do it here, with exactly the engine's semantics.
-    """
-    try:
-        return ctx.qualified_names(node)
-    except TypeError:
-        lazy = ctx._metadata[QualifiedNameProvider].get(node, set())
-        return {qualified.name for qualified in lazy()}
-
-
-# -- what a name was assigned from ---------------------------------------------------------
-
-
-def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    """Dotted names bound by an assignment target (``a``, ``self.a``, ``a, (b, c)``)."""
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
-    else:
-        name = dotted_name(target)
-        if name is not None:
-            yield name
-
-
-def _assigned_values(name: str, ctx: Context) -> list[cst.BaseExpression]:
-    """Values assigned to ``name`` (a dotted name) by single-target assignments anywhere."""
-    values: list[cst.BaseExpression] = []
-    for assign in ctx.nodes(cst.Assign):
-        if any(dotted_name(target.target) == name for target in assign.targets):
-            values.append(assign.value)
-    for assign in ctx.nodes(cst.AnnAssign):
-        if assign.value is not None and dotted_name(assign.target) == name:
-            values.append(assign.value)
-    return values
-
-
-def _unwrap_calls(expr: cst.BaseExpression, methods: frozenset[str]) -> cst.BaseExpression:
-    """``Net().to(device).float()`` -> ``Net()``: strip chained calls of ``methods``."""
-    while isinstance(expr, cst.Call) and method_name(expr) in methods:
-        assert isinstance(expr.func, cst.Attribute)
-        expr = expr.func.value
-    return expr
-
-
-# -- is this expression a model (an nn.Module)? ----------------------------------------------
-
-# Calls that return the module they are called on, so ``Net().to(device)`` is still a Net.
-_MODULE_PASSTHROUGH = frozenset(
-    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_"}
+from mutator.patterns import (
+    HELD_OUT,
+    bound_names,
+    callee_name,
+    dedented_body,
+    disables_grad,
+    dotted_name,
+    enclosing_function,
+    expression_call,
+    is_false,
+    is_model,
+    is_true,
+    loops_around,
+    method_name,
+    per_module,
+    receiver,
+    same_scope,
 )
-_MODEL_NAME = re.compile(
-    r"model|net|module|encoder|decoder|classifier|backbone|generator|discriminator|critic|"
-    r"actor|policy|student|teacher|transformer|mlp|cnn|rnn|lstm|gpt|bert|vae",
-    re.IGNORECASE,
-)
-_NOT_MODEL_NAME = re.compile(
-    r"trainer|loader|data|optim|sched|criterion|loss|metric|logger|writer|scaler",
-    re.IGNORECASE,
-)
-_MODULE_FACTORIES = ("torch.compile", "timm.create_model")
-
-
-def _class_is_module(name: str, ctx: Context, depth: int) -> bool | None:
-    """Does the class ``name`` defined in this module subclass ``nn.Module``?"""
-    classes = [c for c in ctx.nodes(cst.ClassDef) if c.name.value == name]
-    if not classes:
-        return None
-    for base in classes[0].bases:
-        resolved = _qualified_names(base.value, ctx)
-        if any(q.startswith("torch.nn.") or q.endswith("LightningModule") for q in resolved):
-            return True
-        base_name = dotted_name(base.value)
-        if not resolved and base_name and base_name.endswith("Module"):
-            return True  # ``nn`` came from somewhere we cannot see
-        if base_name and depth < 4 and _class_is_module(base_name, ctx, depth + 1):
-            return True
-    return False
-
-
-def _call_is_module(call: cst.Call, ctx: Context, depth: int) -> bool | None:
-    """Is the value of ``call`` a module? None when nothing can be told."""
-    resolved = _qualified_names(call.func, ctx)
-    for qualified in resolved:
-        if qualified.startswith("torch.nn."):
-            tail = qualified.rsplit(".", 1)[-1]
-            # nn.Linear, nn.Sequential: yes; F.relu, nn.init.*, nn.Parameter, a loss: no.
-            return tail[:1].isupper() and not tail.endswith("Loss") and "Parameter" not in tail
-        if qualified in _MODULE_FACTORIES or qualified.startswith("torchvision.models."):
-            return True
-    callee = dotted_name(call.func)
-    if callee is not None and "." not in callee:
-        local = _class_is_module(callee, ctx, depth)
-        if local is not None:
-            return local
-    if any(q.startswith("torch.") for q in resolved):
-        return False  # torch.Generator(), torch.optim.Adam(...): resolved, and not a model
-    return None
-
-
-def _annotation_is_module(name: str, use: cst.CSTNode, ctx: Context) -> bool:
-    """``def f(model: nn.Module)``: the parameter's annotation says so."""
-    function = ctx.enclosing_function(use)
-    if function is None:
-        return False
-    for param in ctx.nodes_within(function.params, cst.Param):
-        if param.name.value == name and param.annotation is not None:
-            resolved = _qualified_names(param.annotation.annotation, ctx)
-            if any(q.startswith("torch.nn.") for q in resolved):
-                return True
-    return False
-
-
-def _value_is_module(expr: cst.BaseExpression, ctx: Context, depth: int = 0) -> bool | None:
-    """True/False when assignments, imports or class bases tell; None when they do not."""
-    if depth > 3:
-        return None
-    expr = _unwrap_calls(expr, _MODULE_PASSTHROUGH)
-    if isinstance(expr, cst.Call):
-        return _call_is_module(expr, ctx, depth)
-    name = dotted_name(expr)
-    if name is None:
-        return None
-    if name == "self":
-        owner = ctx.enclosing(expr, cst.ClassDef)
-        if not isinstance(owner, cst.ClassDef):
-            return None
-        return bool(_class_is_module(owner.name.value, ctx, depth))
-    verdicts = [
-        _value_is_module(value, ctx, depth + 1)
-        for value in _assigned_values(name, ctx)
-        if value is not expr
-    ]
-    if True in verdicts:
-        return True
-    if verdicts and all(verdict is False for verdict in verdicts):
-        return False
-    if "." not in name and _annotation_is_module(name, expr, ctx):
-        return True
-    return None
-
-
-def _is_model(expr: cst.BaseExpression, ctx: Context) -> bool:
-    """Is ``expr`` (a receiver such as ``model``, ``self.net``, ``Net()``) a model?
-
-    Assignments and class bases decide first; the name decides when they cannot
-    (a function parameter, a model built by a helper imported from elsewhere).
-    """
-    verdict = _value_is_module(expr, ctx)
-    if verdict is not None:
-        return verdict
-    name = dotted_name(_unwrap_calls(expr, _MODULE_PASSTHROUGH))
-    if name is None:
-        return False
-    last = name.rsplit(".", 1)[-1]
-    return bool(_MODEL_NAME.search(last)) and not _NOT_MODEL_NAME.search(last)
-
 
 # -- train/eval mode calls -----------------------------------------------------------------
-
-
-def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
-
-
-def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 def _mode_set(call: cst.Call) -> str | None:
@@ -203,9 +42,9 @@ def _mode_set(call: cst.Call) -> str | None:
     arg = call.args[0]
     if arg.keyword is not None and arg.keyword.value != "mode":
         return None
-    if _is_true(arg.value):
+    if is_true(arg.value):
         return "train"
-    if _is_false(arg.value):
+    if is_false(arg.value):
         return "eval"
     return None
 
@@ -215,23 +54,18 @@ def _model_mode_statement(node: cst.CSTNode, ctx: Context, mode: str) -> cst.Cal
     call = expression_call(node)
     if call is None or _mode_set(call) != mode:
         return None
-    assert isinstance(call.func, cst.Attribute)
-    return call if _is_model(call.func.value, ctx) else None
-
-
-def _loops_around(node: cst.CSTNode, ctx: Context) -> list[cst.CSTNode]:
-    return [a for a in ctx.ancestors(node) if isinstance(a, (cst.For, cst.While))]
+    return call if is_model(receiver(call), ctx) else None
 
 
 def _can_run_before(earlier: cst.CSTNode, later: cst.CSTNode, ctx: Context) -> bool:
     """Can ``earlier`` execute before ``later``? Only straight-line code after ``later`` in the
     same scope, outside any loop they share, cannot (a final test after training)."""
-    if ctx.enclosing_function(earlier) is not ctx.enclosing_function(later):
+    if not same_scope(earlier, later, ctx):
         return True
     if ctx.position(earlier).start.line < ctx.position(later).start.line:
         return True
-    shared = {id(loop) for loop in _loops_around(earlier, ctx)}
-    return any(id(loop) in shared for loop in _loops_around(later, ctx))
+    shared = {id(loop) for loop in loops_around(earlier, ctx)}
+    return any(id(loop) in shared for loop in loops_around(later, ctx))
 
 
 class DropTrainMode(Operator):
@@ -401,40 +235,6 @@ class DropEvalMode(Operator):
 
 # -- gradient tracking during evaluation ------------------------------------------------------
 
-_NO_GRAD = frozenset(
-    {"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
-)
-_INFERENCE_MODE = frozenset({"torch.inference_mode", "torch.autograd.grad_mode.inference_mode"})
-_SET_GRAD_ENABLED = frozenset(
-    {
-        "torch.set_grad_enabled",
-        "torch.autograd.set_grad_enabled",
-        "torch.autograd.grad_mode.set_grad_enabled",
-    }
-)
-
-
-def _resolves_to(expr: cst.BaseExpression, ctx: Context, names: frozenset[str]) -> bool:
-    resolved = _qualified_names(expr, ctx)
-    if resolved:
-        return bool(resolved & names)
-    tail = dotted_name(expr)
-    return tail is not None and tail.rsplit(".", 1)[-1] in {n.rsplit(".", 1)[-1] for n in names}
-
-
-def _disables_grad(expr: cst.BaseExpression, ctx: Context) -> bool:
-    """``torch.no_grad()``, ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``
-    (and, for decorators, the uncalled ``torch.no_grad``)."""
-    if not isinstance(expr, cst.Call):
-        return _resolves_to(expr, ctx, _NO_GRAD | _INFERENCE_MODE)
-    if _resolves_to(expr.func, ctx, _NO_GRAD):
-        return not expr.args
-    if _resolves_to(expr.func, ctx, _INFERENCE_MODE):
-        return not expr.args or _is_true(expr.args[0].value)
-    if _resolves_to(expr.func, ctx, _SET_GRAD_ENABLED):
-        return len(expr.args) == 1 and _is_false(expr.args[0].value)
-    return False
-
 
 def _touches_parameters(root: cst.CSTNode, ctx: Context) -> bool:
     """Does ``root`` edit weights or gradients in place (EMA, manual SGD, init, clipping)?
@@ -520,9 +320,9 @@ class DropNoGrad(Operator):
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         if isinstance(node, cst.Decorator):
             function = ctx.parent(node)
-            return _disables_grad(node.decorator, ctx) and not _touches_parameters(function, ctx)
+            return disables_grad(node.decorator, ctx) and not _touches_parameters(function, ctx)
         assert isinstance(node, cst.With)
-        return any(_disables_grad(item.item, ctx) for item in node.items) and not (
+        return any(disables_grad(item.item, ctx) for item in node.items) and not (
             _touches_parameters(node.body, ctx)
         )
 
@@ -530,29 +330,15 @@ class DropNoGrad(Operator):
         if isinstance(node, cst.Decorator):
             return cst.RemoveFromParent()
         assert isinstance(node, cst.With)
-        kept = [item for item in node.items if not _disables_grad(item.item, ctx)]
+        kept = [item for item in node.items if not disables_grad(item.item, ctx)]
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return node.with_changes(items=kept)
-        return cst.FlattenSentinel(_dedented_body(node))
-
-
-def _dedented_body(block_owner: cst.With) -> list[cst.BaseStatement]:
-    """The statements of a ``with`` block, ready to stand in its place one level out."""
-    body = block_owner.body
-    if isinstance(body, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=body.body, leading_lines=block_owner.leading_lines)]
-    statements = list(body.body)
-    first = statements[0]
-    statements[0] = first.with_changes(
-        leading_lines=[*block_owner.leading_lines, *first.leading_lines]
-    )
-    return statements
+        return cst.FlattenSentinel(dedented_body(node))
 
 
 # -- evaluation on the training data ---------------------------------------------------------
 
-_HELD_OUT = re.compile(r"validation|valid|val|testing|test|eval|dev", re.IGNORECASE)
 _EVALUATION_CALLEE = re.compile(r"eval|valid|test|score|predict|infer|metric|accura", re.IGNORECASE)
 _ITERATOR_WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})
 # Data, not a metric: ``val_loader``/``X_val`` are sites, ``val_loss`` passed to a logger is not.
@@ -574,36 +360,35 @@ def _same_case(word: str, like: str) -> str:
 def _training_counterparts(name: str) -> list[str]:
     """``val_loader`` -> ``train_loader``; ``X_valid`` -> ``X_train``; ``ValSet`` -> ``TrainSet``."""
     candidates = []
-    for found in _HELD_OUT.finditer(name):
+    for found in HELD_OUT.finditer(name):
         for word in ("train", "training"):
             replacement = _same_case(word, found.group())
             candidates.append(name[: found.start()] + replacement + name[found.end() :])
     return candidates
 
 
-def _bindings(ctx: Context) -> Iterator[tuple[str, cst.CSTNode]]:
+@per_module
+def _bindings(ctx: Context) -> list[tuple[str, cst.CSTNode]]:
     """(dotted name, binding node) for assignments, loop targets, ``as`` names and parameters."""
+    found: list[tuple[str, cst.CSTNode]] = []
     for target in ctx.nodes(cst.AssignTarget):
-        for name in _target_names(target.target):
-            yield name, target
+        found += [(name, target) for name in bound_names(target.target)]  # type: ignore[attr-defined]
     for node in ctx.nodes(cst.AnnAssign):
-        for name in _target_names(node.target):
-            yield name, node
+        found += [(name, node) for name in bound_names(node.target)]  # type: ignore[attr-defined]
     for loop in ctx.nodes(cst.For):
-        for name in _target_names(loop.target):
-            yield name, loop.target
+        found += [(name, loop.target) for name in bound_names(loop.target)]  # type: ignore[attr-defined]
     for alias in ctx.nodes(cst.AsName):
-        if isinstance(alias.name, cst.BaseExpression):
-            for name in _target_names(alias.name):
-                yield name, alias
+        if isinstance(alias.name, cst.BaseExpression):  # type: ignore[attr-defined]
+            found += [(name, alias) for name in bound_names(alias.name)]  # type: ignore[attr-defined]
     for param in ctx.nodes(cst.Param):
-        yield param.name.value, param
+        found.append((param.name.value, param))  # type: ignore[attr-defined]
+    return found
 
 
 def _visible_binding(name: str, use: cst.CSTNode, ctx: Context) -> bool:
     """Is ``name`` bound where ``use`` can see it (same or enclosing scope, and earlier when
     both run in the same scope)? ``self.x`` counts when bound anywhere in the same class."""
-    use_scope = ctx.enclosing_function(use)
+    use_scope = enclosing_function(use, ctx)
     use_line = ctx.position(use).start.line
     use_class = ctx.enclosing(use, cst.ClassDef)
     for bound, node in _bindings(ctx):
@@ -613,7 +398,7 @@ def _visible_binding(name: str, use: cst.CSTNode, ctx: Context) -> bool:
             if ctx.enclosing(node, cst.ClassDef) is use_class:
                 return True
             continue
-        scope = ctx.enclosing_function(node)
+        scope = enclosing_function(node, ctx)
         if scope is use_scope:
             if ctx.position(node).start.line < use_line:
                 return True

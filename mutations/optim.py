@@ -6,16 +6,30 @@ import re
 
 import libcst as cst
 
-from mutations.mode import _HELD_OUT, _assigned_values, _qualified_names
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
 from mutator.patterns import (
+    HELD_OUT,
+    SCHEDULER_MODULE,
+    as_factor,
     callee_name,
+    closed_args,
     dotted_name,
     expression_call,
     find_arg,
+    has_star_args,
+    is_scheduler_step,
+    mentions,
     method_name,
+    method_statement_receiver,
+    number_literal,
     number_value,
+    optimizer_class,
+    positional_args,
+    qualified_or_tail,
+    receiver_kind,
+    renamed_callee,
+    with_arg_value,
     with_keyword,
     without_arg,
 )
@@ -36,136 +50,34 @@ _DEFAULT_LR = {
     "SparseAdam": 1e-3,
     "LBFGS": 1.0,
 }
-_OPTIMIZERS = frozenset({*_DEFAULT_LR, "Adafactor"})
-_SCHEDULER_MODULE = "torch.optim.lr_scheduler."
 _DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-
-# -- recognising optimizers, schedulers and their arguments ----------------------------------
-
-
-def _optimizer_class(call: cst.CSTNode, ctx: Context) -> str | None:
-    """``"Adam"`` for ``optim.Adam(...)``/``torch.optim.Adam(...)``/``Adam(...)``, else None."""
-    if not isinstance(call, cst.Call):
-        return None
-    resolved = _qualified_names(call.func, ctx)
-    for qualified in resolved:
-        tail = qualified.rsplit(".", 1)[-1]
-        if (
-            qualified.startswith("torch.optim.")
-            and not qualified.startswith(_SCHEDULER_MODULE)
-            and tail in _OPTIMIZERS
-        ):
-            return tail
-    tail = callee_name(call)
-    if not resolved and tail in _OPTIMIZERS:
-        return tail
-    return None
-
-
-def _is_scheduler_constructor(call: cst.CSTNode, ctx: Context) -> bool:
-    if not isinstance(call, cst.Call):
-        return False
-    resolved = _qualified_names(call.func, ctx)
-    if any(q.startswith(_SCHEDULER_MODULE) for q in resolved):
-        return True
-    tail = callee_name(call) or ""
-    return "schedul" in tail.lower() or (not resolved and tail.endswith("LR"))
-
-
-def _is_scheduler(receiver: cst.BaseExpression, ctx: Context) -> bool:
-    """Was ``receiver`` built by a scheduler constructor (else: is it named like one)?"""
-    name = dotted_name(receiver)
-    if name is None:
-        return False
-    values = _assigned_values(name, ctx)
-    if any(_is_scheduler_constructor(value, ctx) for value in values):
-        return True
-    if any(_optimizer_class(value, ctx) for value in values):
-        return False
-    return "sched" in name.rsplit(".", 1)[-1].lower()
-
-
-def _step_receiver(statement: cst.CSTNode) -> cst.BaseExpression | None:
-    """``x`` of a statement line ``x.step(...)``."""
-    call = expression_call(statement)
-    if call is None or method_name(call) != "step":
-        return None
-    assert isinstance(call.func, cst.Attribute)
-    return call.func.value
-
-
-def _scheduler_step(statement: cst.CSTNode, ctx: Context) -> bool:
-    receiver = _step_receiver(statement)
-    return receiver is not None and _is_scheduler(receiver, ctx)
 
 
 def _optimizer_step(statement: cst.CSTNode, ctx: Context) -> bool:
     """``optimizer.step()``, ``self.opt.step()``, ``scaler.step(optimizer)``: not a scheduler."""
-    receiver = _step_receiver(statement)
-    return receiver is not None and not _is_scheduler(receiver, ctx)
-
-
-def _has_star(call: cst.Call) -> bool:
-    return any(arg.star for arg in call.args)
+    stepped = method_statement_receiver(statement, "step")
+    return stepped is not None and receiver_kind(stepped, ctx) != "scheduler"
 
 
 def _optimizer_call(node: cst.CSTNode, ctx: Context) -> tuple[cst.Call, str] | None:
     """(call, class) of an optimizer constructor whose arguments are all visible: with
     ``*args``/``**kwargs`` any argument could hide there, so no rewrite is trustworthy."""
-    optimizer = _optimizer_class(node, ctx)
-    if optimizer is None or not isinstance(node, cst.Call) or _has_star(node):
+    optimizer = optimizer_class(node, ctx)
+    if optimizer is None or not isinstance(node, cst.Call) or has_star_args(node):
         return None
     return node, optimizer
-
-
-# -- rendering scaled numbers -----------------------------------------------------------------
-
-
-def _number_text(value: float, integer: bool) -> str:
-    """A literal as a person would type it: ``0.1``, ``3e-5``, ``512``, ``10.0``."""
-    if integer and value == int(value):
-        return str(int(value))
-    text = f"{value:.12g}"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        return f"{mantissa}e{int(exponent)}"
-    return text if "." in text else f"{text}.0"
-
-
-def _literal(value: float, integer: bool = False) -> cst.BaseExpression:
-    text = _number_text(value, integer)
-    return cst.Integer(text) if text.isdigit() else cst.Float(text)
-
-
-def _factor_literal(factor: float) -> cst.BaseExpression:
-    return _literal(factor, integer=factor == int(factor))
-
-
-_TIGHT = (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power, cst.MatrixMultiply)
-
-
-def _operand(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """``expr`` parenthesised when it would bind looser than ``*``."""
-    loose = isinstance(expr, (cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda)) or (
-        isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, _TIGHT)
-    )
-    if loose and not expr.lpar:
-        return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return expr
 
 
 def _times(expr: cst.BaseExpression, factor: float) -> cst.BaseExpression:
     """``expr`` multiplied by ``factor``: a computed literal for a literal, else ``expr * k``."""
     value = number_value(expr)
     if value is not None:
-        return _literal(value * factor, integer=isinstance(expr, cst.Integer))
-    return cst.BinaryOperation(_operand(expr), cst.Multiply(), _factor_literal(factor))
+        return number_literal(value * factor, integer=isinstance(expr, cst.Integer))
+    return cst.BinaryOperation(as_factor(expr), cst.Multiply(), _factor_literal(factor))
 
 
-def _replace_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
-    return call.with_changes(
-        args=[a.with_changes(value=value) if a is arg else a for a in call.args]
-    )
+def _factor_literal(factor: float) -> cst.BaseExpression:
+    return number_literal(factor, integer=factor == int(factor))
 
 
 # -- learning rate ------------------------------------------------------------------------------
@@ -233,9 +145,9 @@ class ScaleLr(Operator):
         factor = self.params["factor"]
         lr = find_arg(node, "lr", 1)
         if lr is None:
-            default = _DEFAULT_LR[_optimizer_class(node, ctx) or ""]
-            return with_keyword(node, "lr", _literal(default * factor))
-        return _replace_arg_value(node, lr, _times(lr.value, factor))
+            default = _DEFAULT_LR[optimizer_class(node, ctx) or ""]
+            return with_keyword(node, "lr", number_literal(default * factor))
+        return with_arg_value(node, lr, _times(lr.value, factor))
 
 
 # -- warmup -------------------------------------------------------------------------------------
@@ -250,10 +162,10 @@ def _mentions_warmup(root: cst.CSTNode, ctx: Context) -> bool:
 
 
 def _scheduler_named(call: cst.Call, ctx: Context, names: frozenset[str]) -> bool:
-    resolved = _qualified_names(call.func, ctx)
+    resolved = ctx.qualified_names(call.func)
     if resolved:
         return any(
-            q.startswith(_SCHEDULER_MODULE) and q.rsplit(".", 1)[-1] in names for q in resolved
+            q.startswith(SCHEDULER_MODULE) and q.rsplit(".", 1)[-1] in names for q in resolved
         )
     return callee_name(call) in names
 
@@ -340,7 +252,7 @@ def _scheduler_argument_edits(
         warmup = find_arg(call, "num_warmup_steps", 1)
         if warmup is None or number_value(warmup.value) == 0:
             return None
-        return {call: _replace_arg_value(call, warmup, cst.Integer("0"))}
+        return {call: with_arg_value(call, warmup, cst.Integer("0"))}
     if not _scheduler_named(call, ctx, frozenset({"LinearLR"})):
         return None
     start, end = find_arg(call, "start_factor", 1), find_arg(call, "end_factor", 2)
@@ -348,10 +260,10 @@ def _scheduler_argument_edits(
     end_value = number_value(end.value) if end else 1.0
     if start_value is None or end_value is None or start_value >= end_value:
         return None
-    flat = _literal(end_value)
+    flat = number_literal(end_value)
     if start is None:
         return {call: with_keyword(call, "start_factor", flat)}
-    return {call: _replace_arg_value(call, start, flat)}
+    return {call: with_arg_value(call, start, flat)}
 
 
 def _structural_warmup_edits(
@@ -630,7 +542,7 @@ class SchedulerStepPerBatch(Operator):
         return (
             call is not None
             and not call.args
-            and _scheduler_step(node, ctx)
+            and is_scheduler_step(node, ctx)
             and _batch_loop_step(node, ctx) is not None
         )
 
@@ -680,54 +592,13 @@ class DropSchedulerStep(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return _scheduler_step(node, ctx)
+        return is_scheduler_step(node, ctx)
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
         return cst.RemoveFromParent()
 
 
 # -- optimizer choice and hyperparameters --------------------------------------------------------
-
-
-def _bound_name(alias: cst.ImportAlias) -> str:
-    """The name an import binds: ``AdamW`` for ``import AdamW``, ``W`` for ``AdamW as W``."""
-    bound = alias.asname.name if alias.asname else alias.name
-    return (dotted_name(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None) or ""
-
-
-def _swapped_callee(
-    call: cst.Call, new_class: str, ctx: Context
-) -> tuple[cst.BaseExpression, dict[cst.CSTNode, Replacement]] | None:
-    """The callee spelled for ``new_class`` the way ``call`` spells its optimizer, plus any
-    import edit needed (``from torch.optim import AdamW`` -> ``import Adam, AdamW``)."""
-    if isinstance(call.func, cst.Attribute):
-        return call.func.with_changes(attr=cst.Name(new_class)), {}
-    if not isinstance(call.func, cst.Name):
-        return None
-    imports = [
-        node
-        for node in ctx.nodes(cst.ImportFrom)
-        if node.module is not None
-        and not node.relative
-        and (dotted_name(node.module) or "").startswith("torch.optim")
-    ]
-    for node in imports:
-        if isinstance(node.names, cst.ImportStar):
-            return cst.Name(new_class), {}
-        for alias in node.names:
-            if alias.name.value == new_class:
-                return cst.Name(_bound_name(alias)), {}
-    for node in imports:
-        assert not isinstance(node.names, cst.ImportStar)
-        for index, alias in enumerate(node.names):
-            if _bound_name(alias) == call.func.value:
-                added = cst.ImportAlias(
-                    name=cst.Name(new_class),
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
-                )
-                names = [*node.names[:index], added, *node.names[index:]]
-                return cst.Name(new_class), {node: node.with_changes(names=names)}
-    return None
 
 
 class AdamL2InsteadOfAdamW(Operator):
@@ -778,7 +649,7 @@ class AdamL2InsteadOfAdamW(Operator):
         decay = find_arg(node, "weight_decay", 4)
         if decay is not None and number_value(decay.value) == 0:
             return None  # no decay at all: Adam and AdamW agree
-        swapped = _swapped_callee(node, "Adam", ctx)
+        swapped = renamed_callee(node.func, ctx, "Adam", new_first=True)
         if swapped is None:
             return None
         callee, extra = swapped
@@ -837,21 +708,20 @@ class SgdInsteadOfAdam(Operator):
         if found is None or found[1] not in ("Adam", "AdamW"):
             return None
         node, optimizer = found
-        swapped = _swapped_callee(node, "SGD", ctx)
+        swapped = renamed_callee(node.func, ctx, "SGD", new_first=True)
         if swapped is None:
             return None
         callee, extra = swapped
-        positional = [arg for arg in node.args if arg.keyword is None][:2]  # params, lr
+        positional = positional_args(node)[:2]  # params, lr
         keywords = [
             arg
             for arg in node.args
             if arg.keyword is not None and arg.keyword.value not in _ADAM_ONLY_KEYWORDS
         ]
-        args = [*positional, *keywords]
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        args = closed_args([*positional, *keywords])
         call = node.with_changes(func=callee, args=args)
         if find_arg(call, "lr", 1) is None:
-            call = with_keyword(call, "lr", _literal(_DEFAULT_LR[optimizer]))
+            call = with_keyword(call, "lr", number_literal(_DEFAULT_LR[optimizer]))
         return {node: call, **extra}
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
@@ -916,9 +786,9 @@ class DropMomentum(Operator):
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         momentum = self._momentum(node, ctx)
         assert momentum is not None and isinstance(node, cst.Call)
-        positional = [arg for arg in node.args if arg.keyword is None]
+        positional = positional_args(node)
         if momentum.keyword is None and momentum is not positional[-1]:
-            call = _replace_arg_value(node, momentum, cst.Integer("0"))  # later positionals follow
+            call = with_arg_value(node, momentum, cst.Integer("0"))  # later positionals follow
         else:
             call = without_arg(node, momentum)
         nesterov = find_arg(call, "nesterov", 5)
@@ -988,9 +858,9 @@ class WeightDecayTooHigh(Operator):
         factor = self.params["factor"]
         if decay is None:
             return with_keyword(
-                node, "weight_decay", _literal(_DEFAULT_WEIGHT_DECAY[optimizer] * factor)
+                node, "weight_decay", number_literal(_DEFAULT_WEIGHT_DECAY[optimizer] * factor)
             )
-        return _replace_arg_value(node, decay, _times(decay.value, factor))
+        return with_arg_value(node, decay, _times(decay.value, factor))
 
 
 # -- optimizer state ------------------------------------------------------------------------------
@@ -1002,12 +872,6 @@ def _is_stateful(call: cst.Call, optimizer: str) -> bool:
         return True
     momentum = find_arg(call, "momentum", 2)
     return momentum is not None and number_value(momentum.value) != 0
-
-
-def _mentions(root: cst.CSTNode, name: str, ctx: Context) -> bool:
-    """Does ``root`` use the (dotted) ``name``?"""
-    kind = cst.Attribute if "." in name else cst.Name
-    return any(dotted_name(node) == name for node in ctx.nodes_within(root, kind))
 
 
 def _is_epoch_loop(loop: cst.CSTNode, ctx: Context) -> bool:
@@ -1087,7 +951,7 @@ class OptimizerRecreatedEachEpoch(Operator):
         if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
             return None
         name = dotted_name(assign.targets[0].target)
-        optimizer = _optimizer_class(assign.value, ctx)
+        optimizer = optimizer_class(assign.value, ctx)
         if name is None or optimizer is None:
             return None
         assert isinstance(assign.value, cst.Call)
@@ -1095,12 +959,12 @@ class OptimizerRecreatedEachEpoch(Operator):
             return None
         between = []
         for statement in ctx.following_statements(node):
-            if isinstance(statement, (cst.For, cst.While)) and _mentions(statement, name, ctx):
+            if isinstance(statement, (cst.For, cst.While)) and mentions(statement, name, ctx):
                 if not _is_epoch_loop(statement, ctx) or not isinstance(
                     statement.body, cst.IndentedBlock
                 ):
                     return None
-                needed = any(_mentions(other, name, ctx) for other in between)
+                needed = any(mentions(other, name, ctx) for other in between)
                 return name, statement, needed
             between.append(statement)
         return None
@@ -1133,7 +997,7 @@ def _is_training_loader(call: cst.Call, ctx: Context) -> bool:
     parent = ctx.parent(call)
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
         names.append(dotted_name(parent.targets[0].target) or "")
-    if any(_HELD_OUT.search(name) for name in names):
+    if any(HELD_OUT.search(name) for name in names):
         return False
     shuffle = find_arg(call, "shuffle", 2)
     shuffled = shuffle is not None and ctx.code(shuffle.value) == "True"
@@ -1207,10 +1071,9 @@ class ChangeBatchSize(Operator):
     )
 
     def _batch_size(self, node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
-        if not isinstance(node, cst.Call) or _has_star(node):
+        if not isinstance(node, cst.Call) or has_star_args(node):
             return None
-        resolved = _qualified_names(node.func, ctx)
-        if not (resolved & _DATALOADERS or (not resolved and callee_name(node) == "DataLoader")):
+        if not qualified_or_tail(node, ctx, _DATALOADERS):
             return None
         size = find_arg(node, "batch_size", 1)
         if size is None or (isinstance(size.value, cst.Name) and size.value.value == "None"):
@@ -1223,21 +1086,21 @@ class ChangeBatchSize(Operator):
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         size = self._batch_size(node, ctx)
         assert size is not None and isinstance(node, cst.Call)
-        return _replace_arg_value(node, size, self._scaled(size.value))
+        return with_arg_value(node, size, self._scaled(size.value))
 
     def _scaled(self, size: cst.BaseExpression) -> cst.BaseExpression:
         factor = self.params["factor"]
         value = number_value(size)
         if value is not None:
-            return _literal(max(1, int(value * factor)), integer=True)
+            return number_literal(max(1, int(value * factor)), integer=True)
         if factor >= 1:
             return _times(size, factor)
         divisor = 1 / factor
         if abs(divisor - round(divisor)) < 1e-9:  # x0.125 reads best as // 8
             smaller: cst.BaseExpression = cst.BinaryOperation(
-                _operand(size), cst.FloorDivide(), cst.Integer(str(round(divisor)))
+                as_factor(size), cst.FloorDivide(), cst.Integer(str(round(divisor)))
             )
         else:
-            product = cst.BinaryOperation(_operand(size), cst.Multiply(), _factor_literal(factor))
+            product = cst.BinaryOperation(as_factor(size), cst.Multiply(), _factor_literal(factor))
             smaller = cst.Call(cst.Name("int"), [cst.Arg(product)])
         return cst.Call(cst.Name("max"), [cst.Arg(cst.Integer("1")), cst.Arg(smaller)])

@@ -494,9 +494,16 @@ def module_alias(ctx: Context, module: str, at: cst.CSTNode | None = None) -> st
     return best[2] if best is not None else None
 
 
-def with_imported_name(statement: cst.ImportFrom, name: str) -> cst.ImportFrom:
-    """``from m import a`` -> ``from m import a, name``, keeping a one-per-line layout."""
+def with_imported_name(
+    statement: cst.ImportFrom, name: str, before: str | None = None
+) -> cst.ImportFrom:
+    """``from m import a`` -> ``from m import a, name``, keeping a one-per-line layout;
+    ``before="a"`` puts it in front of the alias binding ``a`` instead (``name, a``)."""
     names = list(statement.names)  # type: ignore[arg-type]
+    if before is not None:
+        index = next(i for i, alias in enumerate(names) if _alias_binds(alias) == before)
+        added = cst.ImportAlias(name=cst.Name(name), comma=cst.Comma(whitespace_after=_SPACE))
+        return statement.with_changes(names=[*names[:index], added, *names[index:]])
     last = names[-1]
     if isinstance(last.comma, cst.Comma):  # one name per line: reuse the separator in use
         separator = names[-2].comma if len(names) > 1 else cst.Comma(whitespace_after=_SPACE)
@@ -507,6 +514,12 @@ def with_imported_name(statement: cst.ImportFrom, name: str) -> cst.ImportFrom:
     return statement.with_changes(names=names)
 
 
+def _alias_binds(alias: cst.ImportAlias) -> str:
+    """The name an import alias binds: ``AdamW`` for ``AdamW``, ``W`` for ``AdamW as W``."""
+    bound = alias.asname.name if alias.asname else alias.name
+    return (dotted_name(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None) or ""
+
+
 def _import_from_binding(name: cst.Name, ctx: Context) -> ImportBinding | None:
     for binding in imports(ctx).bindings:
         if binding.local == name.value and isinstance(binding.statement, cst.ImportFrom):
@@ -515,11 +528,12 @@ def _import_from_binding(name: cst.Name, ctx: Context) -> ImportBinding | None:
 
 
 def renamed_callee(
-    func: cst.BaseExpression, ctx: Context, new_name: str
+    func: cst.BaseExpression, ctx: Context, new_name: str, new_first: bool = False
 ) -> tuple[cst.BaseExpression, dict[cst.CSTNode, Edit]] | None:
     """The callee spelled for ``new_name`` from the same module (``nn.MSELoss`` for
     ``nn.CrossEntropyLoss``, ``MSELoss`` for an imported ``CrossEntropyLoss``), plus the
-    import edit a bare name needs; None when the spelling cannot be told."""
+    import edit a bare name needs (the new name after the old one, or ``new_first``);
+    None when the spelling cannot be told."""
     if isinstance(func, cst.Attribute):
         return func.with_changes(attr=cst.Name(new_name)), {}
     if not isinstance(func, cst.Name):
@@ -536,7 +550,8 @@ def renamed_callee(
             return cst.Name(other.local), {}
     statement = binding.statement
     assert isinstance(statement, cst.ImportFrom)
-    return cst.Name(new_name), {statement: with_imported_name(statement, new_name)}
+    before = func.value if new_first else None
+    return cst.Name(new_name), {statement: with_imported_name(statement, new_name, before)}
 
 
 # -- where a node is --------------------------------------------------------------------------
