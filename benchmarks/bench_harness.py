@@ -13,6 +13,12 @@
 3. Unchanged sweep: ``python -m experiments.run`` (a fresh process, as a user runs it)
    over a sweep whose runs are all cached.
 Prints a markdown report (for docs/benchmarks.md).
+
+    python benchmarks/bench_harness.py --gpu
+
+On a machine with CUDA instead: every reference loop with ``--device cuda`` (must be
+``ok``) and every device-placement mutant (must ``crash`` with torch's device-mismatch
+error), through the harness, as a markdown table.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.harness import RunSpec, load_results, run_sweep  # noqa: E402
 from experiments.harness.warm import warm_up  # noqa: E402
+from mutations.registry import operator_classes  # noqa: E402
 
 LOOPS = (
     "mlp_digits",
@@ -205,12 +212,59 @@ def unchanged_sweep(loop: str, operators: str) -> list[str]:
     ]
 
 
+DEVICE_MISMATCH = ("same device", "Expected all tensors", "device type", "cuda")
+
+
+def gpu_check(loops: list[str]) -> list[str]:
+    from experiments import sweep as sweeps
+
+    device_operators = [
+        name for name, cls in operator_classes().items() if cls.category == "device"
+    ]
+    available = [loop for loop in loops if script_of(loop).exists()]
+    sweep = sweeps.Sweep(
+        loops=[sweeps.Loop(str(script_of(loop))) for loop in available],
+        operators=device_operators,
+        device="cuda",
+    )
+    specs = sweeps.build(sweep)
+    with tempfile.TemporaryDirectory() as results:
+        started = time.perf_counter()
+        rows = run_sweep(specs, results, workers=min(8, os.cpu_count() or 1))
+        elapsed = time.perf_counter() - started
+    lines = [
+        "| loop | mutant | status | expected | exception | wall s | peak CUDA MB |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    failures = 0
+    for row in rows:
+        expected = "ok" if row["identity"] == "none" else "crash"
+        message = (
+            (row.get("exc_message") or "").splitlines()[0][:80] if row.get("exc_message") else ""
+        )
+        good = row["status"] == expected and (
+            expected == "ok" or any(text in message for text in DEVICE_MISMATCH)
+        )
+        failures += not good
+        lines.append(
+            f"| {row['loop']} | {row['identity']} | {row['status']} | {expected}"
+            f"{'' if good else ' (MISMATCH)'} | {row.get('exc_type') or ''} {message} | "
+            f"{row['wall_s']:.2f} | {row.get('peak_cuda_mb') or ''} |"
+        )
+    lines.append(f"\n{len(rows)} runs in {elapsed:.0f} s; {failures} not as expected.")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--loops", default=",".join(LOOPS))
     parser.add_argument("--sweep-operators", default="all")
+    parser.add_argument("--gpu", action="store_true", help="the CUDA check instead")
     args = parser.parse_args()
+    if args.gpu:
+        print("\n".join(gpu_check(args.loops.split(","))))
+        return
 
     started = time.perf_counter()
     warm_up()

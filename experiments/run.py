@@ -70,7 +70,8 @@ class BudgetConfig:
     timeout_s: float | None = None  # a fixed deadline for every run instead
     mem_cap_mb: int = 2048  # per run, above its memory at start
     threads: int = 1  # torch threads per run
-    sample_every: int = 10  # gradient norm / update ratio every k-th step
+    sample_every: int = 20  # gradient norm / update ratio on step 1, then every k-th
+    telemetry: bool = True  # False: run without hooks (no curves), e.g. to time scripts
     workers: int | None = None  # runs at once; default: cores (1 under joblib)
 
 
@@ -139,6 +140,7 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
             mem_cap_mb=budget.mem_cap_mb,
             threads=budget.threads,
             sample_every=budget.sample_every,
+            telemetry=budget.telemetry,
             timeout_s=budget.timeout_s,
         ),
         shard=(cfg.shard.index, cfg.shard.count),

@@ -60,7 +60,8 @@ class Limits:
 
     mem_cap_mb: int = 2048
     threads: int = 1
-    sample_every: int = 10
+    sample_every: int = 20
+    telemetry: bool = True
     timeout_s: float | None = None  # None: derived from the reference run
 
 
@@ -141,6 +142,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
                         mem_cap_mb=sweep.limits.mem_cap_mb,
                         threads=sweep.limits.threads,
                         sample_every=sweep.limits.sample_every,
+                        telemetry=sweep.limits.telemetry,
                         invalid_reason=invalid_reason,
                     )
                 )

@@ -31,8 +31,9 @@ A run folder holds:
     forward counters; from the child also ``wall_s`` and ``peak_cuda_mb``; from the parent
     ``written_by: "parent"`` (the child died abruptly: timeout, memory cap, signal).
 
-  Harness notes: ``grad_norm``/``update_ratio`` are sampled every ``sample_every``-th step
-  (default 10; the run's ``spec.json`` says which). Records reach the disk in batches at
+  Harness notes: ``grad_norm``/``update_ratio`` are sampled on step 1 and every
+  ``sample_every``-th step after it (default 20: steps 1, 21, 41...; the run's ``spec.json``
+  says which). A run with ``telemetry`` off has only start, report and end records. Records reach the disk in batches at
   least every 0.2 s, so a run that dies abruptly loses at most its last 0.2 s of records.
   ``os._exit(code)`` in a script still writes the end record (``exc_type="OsExit"``).
 
@@ -94,6 +95,7 @@ RESULT_FIELDS = (
     "timeout_s",  # the deadline the run had
     "mem_cap_mb",  # its memory cap above its start
     "start_method",  # "fork" (warm parent) or "spawn" (fresh interpreter)
+    "telemetry",  # False when the run had no hooks (no steps, losses or counters)
 )
 
 

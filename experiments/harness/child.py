@@ -99,11 +99,14 @@ def _limit_memory(config: dict[str, Any]) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _seed_everything(seed: int) -> None:
+def _seed_everything(seed: int, device: str) -> None:
     import torch
 
     random.seed(seed)
-    torch.manual_seed(seed)
+    if device == "cpu":  # torch.manual_seed also queues seeding of every accelerator
+        torch.default_generator.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
     try:
         import numpy
 
@@ -120,16 +123,18 @@ def _run(config: dict[str, Any], source: str) -> int:
         signal.signal(number, signal.SIG_DFL)
     _redirect_output(run_dir)
     faulthandler.enable(file=sys.stderr, all_threads=True)
-    _limit_memory(config)
-
+    # Imported before the address-space cap is measured: a fresh interpreter (the spawn
+    # path) maps torch's libraries here, and that must not count against the run.
     import torch
+
+    _limit_memory(config)
 
     from experiments.harness.hooks import SAMPLE_EVERY, Telemetry
     from experiments.harness.writer import TraceWriter
 
     torch.set_num_threads(int(config.get("threads", 1)))
     seed = int(config["seed"])
-    _seed_everything(seed)
+    _seed_everything(seed, str(config["device"]))
     if config.get("workdir"):
         os.chdir(config["workdir"])
 
@@ -143,13 +148,15 @@ def _run(config: dict[str, Any], source: str) -> int:
         argv=list(config["argv"]),
     )
     telemetry = Telemetry(writer, sample_every=int(config.get("sample_every", SAMPLE_EVERY)))
-    telemetry.install()
+    observed = bool(config.get("telemetry", True))
+    if observed:
+        telemetry.install()
     telemetry_api.set_sink(lambda metrics: writer.record("report", **metrics))
 
     def finish(error: BaseException | None) -> int:
         """Write the end record; returns the process's exit code."""
         telemetry_api.set_sink(None)
-        counters = telemetry.finish()
+        counters: dict[str, Any] = {**telemetry.finish(), "telemetry": observed}
         status, exc_type, message = rules.after_exception(
             error, counters, writer.first_nonfinite is not None
         )

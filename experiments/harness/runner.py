@@ -183,6 +183,7 @@ class Runner:
             "threads": spec.threads,
             "mem_cap_mb": spec.mem_cap_mb,
             "sample_every": spec.sample_every,
+            "telemetry": spec.telemetry,
             "workdir": str(folder),
             "parent_pid": os.getpid(),
             "start_method": method,
@@ -298,6 +299,7 @@ class Runner:
             nonfinite = end.get("nonfinite")
         else:
             counters, nonfinite = _scan_trace(trace_path)
+            counters["telemetry"] = active.spec.telemetry
             if active.killed_for == "timeout":
                 status, exc_type = "timeout", "Timeout"
                 message = f"no end within {active.timeout_s:.1f} s"
@@ -507,6 +509,7 @@ def _result_row(
         "exit_code": None,
         "timeout_s": None,
         "mem_cap_mb": spec.mem_cap_mb,
+        "telemetry": spec.telemetry,
         "start_method": None,
         "torch_version": torch_version(),
         "harness_version": HARNESS_VERSION,

@@ -51,7 +51,8 @@ class RunSpec:
     timeout_s: float | None = None  # None: derived from the reference run of the group
     mem_cap_mb: int = 2048  # above the child's memory at start
     threads: int = 1
-    sample_every: int = 10  # gradient norm / update ratio on every k-th optimizer step
+    sample_every: int = 20  # gradient norm / update ratio on step 1 and every k-th after
+    telemetry: bool = True  # False: no hooks (start/end/report records only), e.g. to time
     invalid_reason: str | None = None
 
     @property
@@ -77,22 +78,24 @@ class RunSpec:
 
     @property
     def key(self) -> str:
-        return cache_key(self.sha256, self.argv, self.seed, self.device)
+        return cache_key(self.sha256, self.argv, self.seed, self.device, self.telemetry)
 
 
-def cache_key(sha: str, argv: tuple[str, ...] | list[str], seed: int, device: str) -> str:
+def cache_key(
+    sha: str, argv: tuple[str, ...] | list[str], seed: int, device: str, telemetry: bool = True
+) -> str:
     """sha256 over what decides a run's outcome: the code that runs, its arguments, the
     seed, the device, the torch and harness versions. Paths and deadlines are left out on
     purpose: moving a checkout or changing a budget must not invalidate results."""
-    payload = json.dumps(
-        {
-            "sha256": sha,
-            "argv": list(argv),
-            "seed": int(seed),
-            "device": device,
-            "torch": torch_version(),
-            "harness": HARNESS_VERSION,
-        },
-        sort_keys=True,
-    )
+    fields: dict[str, Any] = {
+        "sha256": sha,
+        "argv": list(argv),
+        "seed": int(seed),
+        "device": device,
+        "torch": torch_version(),
+        "harness": HARNESS_VERSION,
+    }
+    if not telemetry:  # a run without hooks has no curves: never a stand-in for one with
+        fields["telemetry"] = False
+    payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
