@@ -12,17 +12,30 @@ from collections import Counter
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
 from mutator.patterns import (
-    callee_name,
+    as_receiver,
+    closed_args,
+    code_of,
+    compact_code,
     dotted_name,
     find_arg,
+    identifier_words,
     method_name,
+    module_alias,
+    nodes_in_scope_of,
     number_value,
     parse_expr,
+    qualified_or_tail,
+    split_role,
+    starts_before,
+    unpacked_values,
+    values_bound_by,
+    variables_read,
+    with_arg_value,
+    without_list_element,
 )
 
 _TENSOR_DATASET = ("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset")
@@ -40,11 +53,6 @@ _CLASSIFICATION_LOSSES = (
     "torch.nn.functional.nll_loss",
 )
 
-# Words that mark a name as validation/test data (``X_val``, ``test_loader``, ``evaluate``).
-_EVAL_WORDS = frozenset(
-    {"val", "valid", "validation", "validate", "test", "testing", "eval", "evaluate"}
-    | {"evaluation", "dev", "holdout", "te", "va", "tst"}
-)
 # Words naming the statistics of a standardization ``(x - mean) / std``.
 _STAT_WORDS = frozenset(
     {"mean", "std", "mu", "sigma", "var", "avg", "min", "max", "scale", "stdev", "center"}
@@ -56,51 +64,6 @@ _FLOAT_HINTS = ("torch.float", ".float()", "float32", "float64", "FloatTensor", 
 
 
 # -- small utilities ---------------------------------------------------------------------
-
-
-def _qualified_names(ctx: Context, node: cst.CSTNode) -> set[str]:
-    """``ctx.qualified_names``, resolving the ``LazyValue`` libcst >= 1.1 stores there.
-
-    ``Context.qualified_names`` iterates the stored value directly and raises TypeError
-    on these; the engine should resolve them (reported), until then it happens here.
-    """
-    try:
-        return ctx.qualified_names(node)
-    except TypeError:
-        lazy = ctx._metadata[QualifiedNameProvider].get(node, set())
-        return {qualified.name for qualified in (lazy() if callable(lazy) else lazy)}
-
-
-def _qualified_or_tail(call: cst.Call, ctx: Context, names: Sequence[str]) -> bool:
-    """``mutator.patterns.qualified_or_tail`` on top of ``_qualified_names``."""
-    resolved = _qualified_names(ctx, call.func)
-    if resolved:
-        return bool(resolved & set(names))
-    tail = callee_name(call)
-    return tail is not None and tail in {name.rsplit(".", 1)[-1] for name in names}
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
-
-
-def _compact(node: cst.CSTNode) -> str:
-    """Code without whitespace, so ``i+T`` and ``i + T`` compare equal."""
-    return re.sub(r"\s+", "", _code(node))
-
-
-def _words(text: str) -> set[str]:
-    """Lower-case words of identifiers: ``X_val`` -> {x, val}; ``valLoader`` -> {val, loader}."""
-    return {word.lower() for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", text)}
-
-
-def _role(text: str) -> str | None:
-    """ "train", "eval", or None when the words say neither (or both)."""
-    words = _words(text)
-    is_eval, is_train = bool(words & _EVAL_WORDS), bool(words & {"train", "training", "tr"})
-    if is_eval == is_train:
-        return None
-    return "eval" if is_eval else "train"
 
 
 def _is_simple(expr: cst.BaseExpression) -> bool:
@@ -119,40 +82,6 @@ def _is_simple_index(part: cst.BaseSlice) -> bool:
     return all(
         bound is None or _is_simple(bound) or number_value(bound) is not None for bound in bounds
     )
-
-
-def _as_receiver(expr: cst.BaseExpression) -> str:
-    """Code of ``expr`` usable before ``.method()`` (parenthesized when needed)."""
-    code = _code(expr)
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) or expr.lpar:
-        return code
-    return f"({code})"
-
-
-def _torch_alias(ctx: Context) -> str | None:
-    """The local name bound to the ``torch`` module, if the script binds one."""
-    for node in ctx.nodes(cst.Import):
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if name == "torch" and alias.asname is not None:
-                asname = alias.asname.name
-                return asname.value if isinstance(asname, cst.Name) else None
-            if name == "torch" or (name or "").startswith("torch."):
-                return "torch"
-    return None
-
-
-def _scope_nodes(node: cst.CSTNode, ctx: Context, kind: type[cst.CSTNode]) -> list[cst.CSTNode]:
-    """Nodes of ``kind`` in the function holding ``node`` (or at module level)."""
-    function = ctx.enclosing_function(node)
-    if function is None:
-        return [n for n in ctx.nodes(kind) if ctx.enclosing_function(n) is None]
-    return [n for n in ctx.nodes_within(function, kind) if ctx.enclosing_function(n) is function]
-
-
-def _before(first: cst.CSTNode, second: cst.CSTNode, ctx: Context) -> bool:
-    a, b = ctx.position(first).start, ctx.position(second).start
-    return (a.line, a.column) < (b.line, b.column)
 
 
 def _bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
@@ -182,12 +111,12 @@ def _role_of(node: cst.CSTNode, ctx: Context) -> str | None:
     """train/eval from the expression itself, else from what it is assigned to or passed into."""
     current: cst.CSTNode | None = node
     while current is not None and not isinstance(current, cst.BaseStatement):
-        role = _role(_code(current))
+        role = split_role(code_of(current))
         if role is not None:
             return role
         target = _bound_target(current, ctx)
         if target is not None:
-            return _role(_code(target))
+            return split_role(code_of(target))
         parent = ctx.parent(current)
         # Only climb out of an argument list: ``DataLoader(TensorDataset(x, y))``.
         if isinstance(parent, cst.Arg):
@@ -197,51 +126,25 @@ def _role_of(node: cst.CSTNode, ctx: Context) -> str | None:
     return None
 
 
-def _assigned_values(name: str, ctx: Context) -> list[cst.BaseExpression]:
-    """Every expression assigned to the plain name ``name`` in the module."""
-    values = []
-    for assign in ctx.nodes(cst.Assign):
-        for target in assign.targets:
-            bound = target.target
-            if isinstance(bound, cst.Name) and bound.value == name:
-                values.append(assign.value)
-            elif isinstance(bound, (cst.Tuple, cst.List)) and isinstance(assign.value, cst.Tuple):
-                for element, value in zip(bound.elements, assign.value.elements):
-                    if isinstance(element.value, cst.Name) and element.value.value == name:
-                        values.append(value.value)
-    return values
-
-
-def _names_in(expr: cst.CSTNode, ctx: Context) -> list[str]:
-    """Variable names read by ``expr`` (attribute names excluded)."""
-    names = []
-    for name in ctx.nodes_within(expr, cst.Name):
-        parent = ctx.parent(name)
-        if isinstance(parent, cst.Attribute) and parent.attr is name:
-            continue
-        names.append(name.value)
-    return names
-
-
 def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
     """ "int" or "float" from the dtype evidence nearest to ``labels`` along its definitions."""
     level, seen = [labels], set()
     for _ in range(4):
-        texts = [_code(expr) for expr in level]
+        texts = [code_of(expr) for expr in level]
         if any(hint in text for text in texts for hint in _FLOAT_HINTS):
             return "float"
         if any(hint in text for text in texts for hint in _INT_HINTS):
             return "int"
         following = []
         for expr in level:
-            for name in _names_in(expr, ctx):
+            for name in variables_read(expr, ctx):
                 if name not in seen:
                     seen.add(name)
-                    following.extend(_assigned_values(name, ctx))
+                    following.extend(unpacked_values(ctx, name))
         level = following
     # No dtype on the way: a classification loss says the labels are class indices.
     for call in ctx.nodes(cst.Call):
-        if _qualified_or_tail(call, ctx, _CLASSIFICATION_LOSSES):
+        if qualified_or_tail(call, ctx, _CLASSIFICATION_LOSSES):
             return "int"
     return None
 
@@ -250,11 +153,11 @@ def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
 
 
 def _is_tensor_dataset(node: cst.CSTNode, ctx: Context) -> bool:
-    return isinstance(node, cst.Call) and _qualified_or_tail(node, ctx, _TENSOR_DATASET)
+    return isinstance(node, cst.Call) and qualified_or_tail(node, ctx, _TENSOR_DATASET)
 
 
 def _is_data_loader(node: cst.CSTNode, ctx: Context) -> bool:
-    return isinstance(node, cst.Call) and _qualified_or_tail(node, ctx, _DATA_LOADER)
+    return isinstance(node, cst.Call) and qualified_or_tail(node, ctx, _DATA_LOADER)
 
 
 def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cst.Arg | None:
@@ -319,12 +222,6 @@ def _custom_dataset_label_position(call: cst.Call, ctx: Context) -> int | None:
     return None
 
 
-def _replace_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
-    return call.with_changes(
-        args=[a.with_changes(value=value) if a is arg else a for a in call.args]
-    )
-
-
 def _dataset_arg(loader: cst.Call) -> cst.Arg | None:
     return find_arg(loader, keyword="dataset", position=0)
 
@@ -352,7 +249,7 @@ def _head_bound(sub: cst.CSTNode) -> str | None:
     part = _single_slice(sub)
     if part is None or part.lower is not None or part.upper is None:
         return None
-    return _compact(part.upper)
+    return compact_code(part.upper)
 
 
 def _tail_bound(sub: cst.CSTNode) -> str | None:
@@ -360,7 +257,7 @@ def _tail_bound(sub: cst.CSTNode) -> str | None:
     part = _single_slice(sub)
     if part is None or part.lower is None:
         return None
-    return _compact(part.lower)
+    return compact_code(part.lower)
 
 
 def _split_training_side(sub: cst.CSTNode, ctx: Context) -> list[cst.Subscript]:
@@ -375,25 +272,25 @@ def _split_training_side(sub: cst.CSTNode, ctx: Context) -> list[cst.Subscript]:
     if bound is None or (bound.lstrip("-").isdigit() and abs(int(bound)) < 2):
         return []
     heads, tails = [], []
-    for candidate in _scope_nodes(sub, ctx, cst.Subscript):
+    for candidate in nodes_in_scope_of(sub, ctx, cst.Subscript):
         if _head_bound(candidate) == bound:
             heads.append(candidate)
         elif _tail_bound(candidate) == bound:
             tails.append(candidate)
-    paired = {_compact(h.value) for h in heads} & {_compact(t.value) for t in tails}
-    heads = [h for h in heads if _compact(h.value) in paired]
-    tails = [t for t in tails if _compact(t.value) in paired]
+    paired = {compact_code(h.value) for h in heads} & {compact_code(t.value) for t in tails}
+    heads = [h for h in heads if compact_code(h.value) in paired]
+    tails = [t for t in tails if compact_code(t.value) in paired]
     if not heads:
         return []
     # Both parts mention ``K``; only the names they are bound to tell them apart.
-    head_roles = {_role(_code(_bound_target(h, ctx) or cst.Name("_"))) for h in heads}
-    tail_roles = {_role(_code(_bound_target(t, ctx) or cst.Name("_"))) for t in tails}
+    head_roles = {split_role(code_of(_bound_target(h, ctx) or cst.Name("_"))) for h in heads}
+    tail_roles = {split_role(code_of(_bound_target(t, ctx) or cst.Name("_"))) for t in tails}
     if "eval" in head_roles or "train" in tail_roles:
         return tails
     if "train" in head_roles or "eval" in tail_roles:
         return heads
     # Unnamed parts: a bare size names its split (``perm[:n_val]`` is validation).
-    return tails if bound.isidentifier() and _role(bound) == "eval" else heads
+    return tails if bound.isidentifier() and split_role(bound) == "eval" else heads
 
 
 # -- standardization: ``(A - mean) / std`` and ``A / 255`` ---------------------------------
@@ -405,10 +302,10 @@ def _normalized_operand(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
         return None
     left = node.left
     if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Subtract):
-        stats = f"{_compact(left.right)}|{_compact(node.right)}"
+        stats = f"{compact_code(left.right)}|{compact_code(node.right)}"
         # ``max(1, total - warmup)`` is arithmetic, not a statistic named max.
         named = re.sub(r"(?<![\w.])(max|min|abs|len|float|int)\(", "(", stats)
-        if left.lpar and _words(named) & _STAT_WORDS:
+        if left.lpar and identifier_words(named) & _STAT_WORDS:
             return left.left, stats
         return None
     divisor = number_value(node.right)
@@ -416,7 +313,7 @@ def _normalized_operand(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
         return None
     # Pixel scaling: ``x / 255``, or any constant applied where raw data becomes a tensor.
     if divisor == 255 or (
-        isinstance(left, cst.Call) and _qualified_or_tail(left, ctx, _TENSOR_CONSTRUCTORS)
+        isinstance(left, cst.Call) and qualified_or_tail(left, ctx, _TENSOR_CONSTRUCTORS)
     ):
         return left, f"/{divisor:g}"
     return None
@@ -425,7 +322,7 @@ def _normalized_operand(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
 def _input_normalization(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpression, str] | None:
     """``_normalized_operand`` for inputs only: standardized regression targets are labels."""
     found = _normalized_operand(node, ctx)
-    if found is None or _words(_code(found[0])) & _LABEL_WORDS:
+    if found is None or identifier_words(code_of(found[0])) & _LABEL_WORDS:
         return None
     return found
 
@@ -448,7 +345,7 @@ def _normalization_role(node: cst.BinaryOperation, ctx: Context) -> str | None:
     role = _role_of(node, ctx)
     if role is None:
         function = ctx.enclosing_function(node)
-        role = _role(function.name.value) if function is not None else None
+        role = split_role(function.name.value) if function is not None else None
     return role
 
 
@@ -499,7 +396,7 @@ def _becomes_self_assignment(statement: cst.CSTNode, replacements: dict[int, cst
         )
     else:
         return False
-    return _compact(new_value).strip("()") == _compact(assign.targets[0].target).strip("()")
+    return compact_code(new_value).strip("()") == compact_code(assign.targets[0].target).strip("()")
 
 
 # -- language-model slices: ``seq[i:i + T]`` and ``seq[i + 1:i + T + 1]`` -----------------------
@@ -531,7 +428,7 @@ def _collect_terms(expr: cst.BaseExpression, sign: int, terms: Counter[str]) -> 
         return _collect_terms(expr.left, sign, terms) + _collect_terms(
             expr.right, right_sign, terms
         )
-    terms[_compact(expr)] += sign
+    terms[compact_code(expr)] += sign
     return 0
 
 
@@ -540,7 +437,7 @@ def _describe_index(sub: cst.Subscript) -> list[tuple] | None:
     for element in sub.slice:
         part = element.slice
         if isinstance(part, cst.Index):
-            described.append(("index", _compact(part.value)))
+            described.append(("index", compact_code(part.value)))
         elif part.step is None:
             described.append(
                 ("slice", _bound_offset(part.lower, False), _bound_offset(part.upper, True))
@@ -552,7 +449,7 @@ def _describe_index(sub: cst.Subscript) -> list[tuple] | None:
 
 def _is_shifted_copy(target: cst.Subscript, source: cst.Subscript) -> bool:
     """Is ``target`` the same slice as ``source`` moved one position to the right?"""
-    if _compact(target.value) != _compact(source.value):
+    if compact_code(target.value) != compact_code(source.value):
         return False
     shifted, original = _describe_index(target), _describe_index(source)
     if shifted is None or original is None or len(shifted) != len(original):
@@ -571,7 +468,7 @@ def _unshifted_source(node: cst.CSTNode, ctx: Context) -> cst.Subscript | None:
     if not isinstance(node, cst.Subscript):
         return None
     parent = ctx.parent(node)
-    for candidate in _scope_nodes(node, ctx, cst.Subscript):
+    for candidate in nodes_in_scope_of(node, ctx, cst.Subscript):
         if candidate is node or not _is_shifted_copy(node, candidate):
             continue
         # ``t[1:] - t[:-1]`` is a finite difference, not a target.
@@ -741,8 +638,8 @@ class ShiftLabels(Operator):
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         if isinstance(node, cst.Call):
             labels = _training_labels(node, ctx, custom=False)
-            shifted = parse_expr(f"{_as_receiver(labels.value)}.roll(1, dims=0)")
-            return _replace_arg_value(node, labels, shifted)
+            shifted = parse_expr(f"{code_of(as_receiver(labels.value))}.roll(1, dims=0)")
+            return with_arg_value(node, labels, shifted)
         index = self._getitem_index(node, ctx)
         element = node.slice[0]
         return node.with_changes(
@@ -811,24 +708,28 @@ class ShuffleLabels(Operator):
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         labels = _training_labels(node, ctx)
-        return labels is not None and _is_simple(labels.value) and _torch_alias(ctx) is not None
+        return (
+            labels is not None
+            and _is_simple(labels.value)
+            and module_alias(ctx, "torch") is not None
+        )
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         labels = _training_labels(node, ctx)
-        torch = _torch_alias(ctx)
+        torch = module_alias(ctx, "torch")
         value = labels.value
         indexed = value.slice[0].slice if isinstance(value, cst.Subscript) else None
         if isinstance(indexed, cst.Index) and len(value.slice) == 1:
             # ``y[idx]`` -> ``y[idx[perm]]``: the indices are shuffled for the labels only.
-            index = _code(indexed.value)
+            index = code_of(indexed.value)
             permuted = f"{index}[{torch}.randperm(len({index}))]"
             shuffled = value.with_changes(
                 slice=[value.slice[0].with_changes(slice=cst.Index(parse_expr(permuted)))]
             )
         else:
-            code = _code(value)
+            code = code_of(value)
             shuffled = parse_expr(f"{code}[{torch}.randperm(len({code}))]")
-        return _replace_arg_value(node, labels, shuffled)
+        return with_arg_value(node, labels, shuffled)
 
 
 class LabelNoise(Operator):
@@ -886,21 +787,21 @@ class LabelNoise(Operator):
         return (
             labels is not None
             and _is_simple(labels.value)
-            and _torch_alias(ctx) is not None
+            and module_alias(ctx, "torch") is not None
             and _label_kind(labels.value, ctx) == "int"
         )
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         labels = _training_labels(node, ctx)
-        torch = _torch_alias(ctx)
-        y = _code(labels.value)
+        torch = module_alias(ctx, "torch")
+        y = code_of(labels.value)
         base = labels.value.value if isinstance(labels.value, cst.Subscript) else labels.value
-        num_classes = f"int({_code(base)}.max()) + 1"
+        num_classes = f"int({code_of(base)}.max()) + 1"
         noisy = parse_expr(
             f"{torch}.where({torch}.rand({y}.shape) < {self.params['p']!r}, "
             f"{torch}.randint_like({y}, {num_classes}), {y})"
         )
-        return _replace_arg_value(node, labels, noisy)
+        return with_arg_value(node, labels, noisy)
 
 
 class NoShuffle(Operator):
@@ -946,7 +847,7 @@ class NoShuffle(Operator):
     def _epoch_permutation(self, node: cst.Call, ctx: Context) -> bool:
         if not (
             isinstance(node.func, cst.Attribute)
-            and _qualified_or_tail(node, ctx, ("torch.randperm",))
+            and qualified_or_tail(node, ctx, ("torch.randperm",))
             and ctx.enclosing(node, (cst.For, cst.While)) is not None
         ):
             return False
@@ -960,10 +861,10 @@ class NoShuffle(Operator):
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         if _is_data_loader(node, ctx):
             shuffle = _shuffle_true(node)
-            return _replace_arg_value(node, shuffle, cst.Name("False"))
-        args = [a for a in node.args if a.keyword is None or a.keyword.value != "generator"]
-        if args:
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return with_arg_value(node, shuffle, cst.Name("False"))
+        args = closed_args(
+            [a for a in node.args if a.keyword is None or a.keyword.value != "generator"]
+        )
         return node.with_changes(func=node.func.with_changes(attr=cst.Name("arange")), args=args)
 
 
@@ -1044,7 +945,7 @@ class DropInputNormalization(Operator):
         element = ctx.parent(node)
         holder = ctx.parent(element) if element is not None else None
         if (
-            _qualified_or_tail(node, ctx, _NORMALIZE_TRANSFORM)
+            qualified_or_tail(node, ctx, _NORMALIZE_TRANSFORM)
             and isinstance(element, cst.Element)
             and isinstance(holder, cst.List)
         ):
@@ -1054,10 +955,7 @@ class DropInputNormalization(Operator):
     def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
         if isinstance(node, cst.Call):
             holder = self._transform_list(node, ctx)
-            kept = [e for e in holder.elements if e.value is not node]
-            if kept and holder.elements[-1].value is node:
-                kept[-1] = kept[-1].with_changes(comma=holder.elements[-1].comma)
-            return {holder: holder.with_changes(elements=kept)}
+            return {holder: without_list_element(holder, node)}
         group = [m for m in _normalization_group(node, ctx) if self._outermost(m, ctx)]
         return _drop_normalizations(group, ctx)
 
@@ -1170,13 +1068,13 @@ class NormalizeWithFullStats(Operator):
         if not (isinstance(call, cst.Call) and method_name(call) in _STAT_METHODS):
             return None
         receiver = call.func.value
-        if not isinstance(receiver, cst.Name) or _role(receiver.value) == "eval":
+        if not isinstance(receiver, cst.Name) or split_role(receiver.value) == "eval":
             return None
         source = None
-        for assign in _scope_nodes(call, ctx, cst.Assign):
-            if not _before(assign, call, ctx) or ctx.within(assign, call):
+        for assign in nodes_in_scope_of(call, ctx, cst.Assign):
+            if not starts_before(assign, call, ctx) or ctx.within(assign, call):
                 continue
-            for value in self._values_bound_to(assign, receiver.value):
+            for value in values_bound_by(assign, receiver.value):
                 if (
                     isinstance(value, cst.Subscript)
                     and isinstance(value.value, cst.Name)
@@ -1187,19 +1085,6 @@ class NormalizeWithFullStats(Operator):
                     source = None  # rebound to something else: not a split any more
         return source
 
-    @staticmethod
-    def _values_bound_to(assign: cst.Assign, name: str) -> list[cst.BaseExpression]:
-        values = []
-        for target in assign.targets:
-            bound = target.target
-            if isinstance(bound, cst.Name) and bound.value == name:
-                values.append(assign.value)
-            elif isinstance(bound, (cst.Tuple, cst.List)) and isinstance(assign.value, cst.Tuple):
-                for element, value in zip(bound.elements, assign.value.elements):
-                    if isinstance(element.value, cst.Name) and element.value.value == name:
-                        values.append(value.value)
-        return values
-
     def _feeds_standardization(self, call: cst.Call, ctx: Context) -> bool:
         stat_names = set()
         for node in ctx.nodes(cst.BinaryOperation):
@@ -1208,14 +1093,16 @@ class NormalizeWithFullStats(Operator):
                 continue
             if ctx.within(node.left.right, call) or ctx.within(node.right, call):
                 return True
-            stat_names |= set(_names_in(node.left.right, ctx)) | set(_names_in(node.right, ctx))
+            stat_names |= set(variables_read(node.left.right, ctx)) | set(
+                variables_read(node.right, ctx)
+            )
         statement = ctx.statement_of(call)
         assigns = [s for s in getattr(statement, "body", ()) if isinstance(s, cst.Assign)]
         targets = {
             name
             for assign in assigns
             for target in assign.targets
-            for name in _names_in(target.target, ctx)
+            for name in variables_read(target.target, ctx)
         }
         return bool(targets) and targets <= stat_names
 
@@ -1311,7 +1198,7 @@ class MixBatchDims(Operator):
             len(args) == 2
             and number_value(args[1]) == 1
             and _is_simple(args[0])
-            and _qualified_or_tail(node, ctx, ("torch.flatten",))
+            and qualified_or_tail(node, ctx, ("torch.flatten",))
         ):
             return "sample"
         return None
@@ -1322,13 +1209,13 @@ class MixBatchDims(Operator):
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         layout = self._layout(node, ctx)
         if method_name(node) == "flatten" or not isinstance(node.func, cst.Attribute):
-            tensor = _code(node.args[0].value if len(node.args) == 2 else node.func.value)
+            tensor = code_of(node.args[0].value if len(node.args) == 2 else node.func.value)
             return parse_expr(f"{tensor}.movedim(0, -1).reshape({tensor}.size(0), -1)")
         receiver = node.func.value
         # Moving batch to the end interleaves all samples, even when C == 1; a (T, B)
         # mix-up swaps the two leading dims, so targets pair with other tokens.
         moved = "transpose(0, 1)" if layout == "time" else "movedim(0, -1)"
-        shifted = parse_expr(f"{_as_receiver(receiver)}.{moved}")
+        shifted = parse_expr(f"{code_of(as_receiver(receiver))}.{moved}")
         return node.with_changes(
             func=node.func.with_changes(value=shifted, attr=cst.Name("reshape"))
         )
@@ -1460,7 +1347,7 @@ class TrainValLeakage(Operator):
         dataset, training = _dataset_arg(node), self._training_loader_dataset(ctx)
         if dataset is None or training is None:
             return None
-        if _compact(dataset.value) == _compact(training.value):
+        if compact_code(dataset.value) == compact_code(training.value):
             return None
         return dataset, training
 
@@ -1524,7 +1411,7 @@ class DropTrainingData(Operator):
         keep = round(1.0 - self.params["fraction"], 10)
         if isinstance(upper, cst.Integer):
             return cst.Integer(str(max(1, int(int(upper.value) * keep))))
-        code = _code(upper)
+        code = code_of(upper)
         if not isinstance(upper, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
             code = f"({code})"
         return parse_expr(f"int({code} * {keep!r})")
