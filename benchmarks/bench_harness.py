@@ -6,10 +6,12 @@
    alternating, CPU time (``process_time``, so other processes on the machine count
    less), median over repeats. Overhead = extra time per optimizer step / step time.
 2. Harness overhead per run, per reference loop: the script's own time (run in this warm
-   process, no hooks), a full harness run (``run_sweep`` of one spec into a fresh results
-   folder: fork, hooks, trace, bookkeeping, result) and a fresh interpreter
-   (``python script.py``, what one pays without a warm parent). Overhead = harness wall -
-   script time, median over repeats; fresh interpreter measured once per loop.
+   process, no hooks), a harness run without telemetry (``run_sweep`` of one spec into a
+   fresh results folder: fork, child setup, trace, bookkeeping, result), the same with
+   telemetry, and a fresh interpreter (``python script.py``, what one pays without a warm
+   parent). Wall and CPU time (parent plus reaped children: the machine is shared, and
+   CPU time moves less with the load of others). Medians over repeats; the fresh
+   interpreter once per loop.
 3. Unchanged sweep: ``python -m experiments.run`` (a fresh process, as a user runs it)
    over a sweep whose runs are all cached.
 Prints a markdown report (for docs/benchmarks.md).
@@ -28,6 +30,7 @@ import contextlib
 import io
 import os
 import platform
+import resource
 import runpy
 import statistics
 import subprocess
@@ -134,29 +137,51 @@ def telemetry_overhead(repeats: int) -> list[str]:
     return lines
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def harness_run(path: Path, loop: str, argv: list[str], seed: int, telemetry: bool):
+    """(wall s, CPU s of parent + child, row) of one uncached harness run."""
+    with tempfile.TemporaryDirectory() as results:
+        spec = RunSpec(
+            str(path), path.read_text(), tuple(argv), seed=seed, loop=loop, telemetry=telemetry
+        )
+        cpu, children, wall = time.process_time(), _children_cpu(), time.perf_counter()
+        (row,) = run_sweep([spec], results, workers=1)
+        wall = time.perf_counter() - wall
+        cpu = time.process_time() - cpu + _children_cpu() - children
+    assert row["status"] == "ok", row
+    return wall, cpu, row
+
+
 def harness_overhead(loops: list[str], repeats: int) -> list[str]:
     lines = [
-        "| loop | steps | script alone (warm) | harness run | overhead | overhead / run | fresh interpreter | fresh / harness |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| loop | steps | script alone | harness, no telemetry | fixed overhead | harness | "
+        "telemetry | overhead / run | fresh interpreter | fresh / harness |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    overheads, fractions = [], []
+    fixed_all, total_fractions, fixed_fractions = [], [], []
     for loop in loops:
         path = script_of(loop)
         if not path.exists():
-            lines.append(f"| {loop} | (script missing) | | | | | | |")
+            lines.append(f"| {loop} | (script missing) | | | | | | | | |")
             continue
         argv = ["--seed", "0"]
-        alone, harness = [], []
+        alone, alone_cpu, bare, bare_cpu, full, full_cpu = [], [], [], [], [], []
         steps = 0
         for repeat in range(repeats):
+            cpu = time.process_time()
             alone.append(run_in_process(loop, argv))
-            with tempfile.TemporaryDirectory() as results:
-                spec = RunSpec(str(path), path.read_text(), tuple(argv), seed=repeat, loop=loop)
-                start = time.perf_counter()
-                (row,) = run_sweep([spec], results, workers=1)
-                harness.append(time.perf_counter() - start)
-                steps = row["steps"]
-                assert row["status"] == "ok", row
+            alone_cpu.append(time.process_time() - cpu)
+            wall, cpu, _ = harness_run(path, loop, argv, repeat, telemetry=False)
+            bare.append(wall)
+            bare_cpu.append(cpu)
+            wall, cpu, row = harness_run(path, loop, argv, repeat, telemetry=True)
+            full.append(wall)
+            full_cpu.append(cpu)
+            steps = row["steps"]
         start = time.perf_counter()
         subprocess.run(
             [sys.executable, str(path), *argv],
@@ -166,19 +191,30 @@ def harness_overhead(loops: list[str], repeats: int) -> list[str]:
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         fresh = time.perf_counter() - start
-        a, h = statistics.median(alone), statistics.median(harness)
-        overhead = statistics.median(x - y for x, y in zip(harness, alone))
-        overheads.append(overhead)
-        fractions.append(overhead / h)
+        median = statistics.median
+        a, b, f = median(alone), median(bare), median(full)
+        fixed = median(x - y for x, y in zip(bare, alone))
+        fixed_cpu = median(x - y for x, y in zip(bare_cpu, alone_cpu))
+        telemetry = median(x - y for x, y in zip(full, bare))
+        telemetry_cpu = median(x - y for x, y in zip(full_cpu, bare_cpu))
+        total_cpu = median(x - y for x, y in zip(full_cpu, alone_cpu))
+        fixed_all.append(fixed)
+        fixed_fractions.append(fixed / b)
+        total_fractions.append(total_cpu / median(full_cpu))
         lines.append(
-            f"| {loop} | {steps} | {a:.3f} s | {h:.3f} s | {overhead * 1e3:.0f} ms | "
-            f"{overhead / h:.1%} | {fresh:.2f} s | {fresh / h:.1f}x |"
+            f"| {loop} | {steps} | {a:.3f} s | {b:.3f} s | {fixed * 1e3:.0f} ms "
+            f"(CPU {fixed_cpu * 1e3:.0f} ms) | {f:.3f} s | {telemetry * 1e3:.0f} ms "
+            f"(CPU {telemetry_cpu * 1e3:.0f} ms) | {total_cpu / median(full_cpu):.1%} CPU | "
+            f"{fresh:.2f} s | {fresh / f:.1f}x |"
         )
-    if overheads:
+    if fixed_all:
         lines.append(
-            f"\nMedian overhead over loops: {statistics.median(overheads) * 1e3:.0f} ms per run, "
-            f"{statistics.median(fractions):.1%} of run wall (max {max(fractions):.1%}); "
-            f"medians of {repeats} repeats per loop."
+            f"\nFixed overhead (fork, child setup, trace, result; no telemetry): median "
+            f"{statistics.median(fixed_all) * 1e3:.0f} ms per run, "
+            f"{statistics.median(fixed_fractions):.1%} of run wall. With telemetry, total "
+            f"overhead is a median {statistics.median(total_fractions):.1%} of a run's CPU time "
+            f"(max {max(total_fractions):.1%}). Medians of {repeats} repeats per loop; the "
+            f"fresh interpreter ran once per loop."
         )
     return lines
 
