@@ -6,7 +6,11 @@ dataset load and torch's lazy first-optimizer imports), then its default budget 
 CPU time (``time.process_time``; one thread, so it is the time the run would take alone)
 is reported next to it and judged against the budget.
 
-    python benchmarks/bench_loops.py [--repeats 3] [--loops mlp_digits char_lm]
+``--planted-bugs`` also runs, per loop, the mutants of the bugs the issue names (first site
+of each operator, seed 0, default budget) and tabulates their final train loss and val
+metric next to the unmutated loop's: the symptoms must show within the default budget.
+
+    python benchmarks/bench_loops.py [--repeats 3] [--loops mlp_digits char_lm] [--planted-bugs]
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 
 import torch
 
@@ -37,6 +44,8 @@ LOOPS = (
 )
 BUDGET_S = {"char_lm": 8.0}  # every other loop: DEFAULT_BUDGET_S
 DEFAULT_BUDGET_S = 3.0
+PLANTED_BUGS = ("drop_zero_grad", "scale_lr", "eval_mode_before_training", "shuffle_labels")
+LOOPS_DIR = Path(__file__).resolve().parent.parent / "reference_loops"
 
 
 @dataclass
@@ -52,10 +61,12 @@ class Timing:
         return BUDGET_S.get(self.loop, DEFAULT_BUDGET_S)
 
 
-def run_quietly(loop: str, argv: list[str]) -> tuple[float, float, list[dict]]:
+def run_quietly(
+    loop: str, argv: list[str], main: Callable[[list[str]], None] | None = None
+) -> tuple[float, float, list[dict]]:
     reports: list[dict] = []
     telemetry.set_sink(reports.append)
-    main = importlib.import_module(f"reference_loops.{loop}").main
+    main = main or importlib.import_module(f"reference_loops.{loop}").main
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             wall, cpu = time.perf_counter(), time.process_time()
@@ -74,6 +85,45 @@ def time_loop(loop: str, repeats: int) -> Timing:
         cpus.append(cpu)
     epochs = [r for r in reports if "epoch" in r]
     return Timing(loop, len(epochs), walls, cpus, epochs[-1])
+
+
+def mutant_main(loop: str, operator: str) -> Callable[[list[str]], None] | None:
+    """The loop's ``main`` with the first site of ``operator`` applied; None without a site."""
+    from mutations.registry import resolve
+    from mutator import SourceFile
+
+    path = LOOPS_DIR / f"{loop}.py"
+    source = SourceFile.from_path(str(path))
+    sites = source.find_sites([resolve(operator)])
+    if not sites:
+        return None
+    module = ModuleType(f"mutant_of_{loop}")
+    module.__file__ = str(path)
+    exec(compile(source.apply(sites[:1]).source, str(path), "exec"), module.__dict__)
+    return module.main
+
+
+def final_values(loop: str, main: Callable[[list[str]], None] | None) -> str:
+    if main is None:
+        return "no site"
+    try:
+        _, _, reports = run_quietly(loop, ["--seed", "0"], main)
+    except Exception as error:  # a crashing mutant is a result
+        return f"crash ({type(error).__name__})"
+    final = [r for r in reports if "epoch" in r][-1]
+    return f"{final['train_loss']:.3f} / {final['val_metric']:.3f}"
+
+
+def planted_bugs_table(loops: list[str]) -> str:
+    lines = [
+        "| loop | unmutated | " + " | ".join(PLANTED_BUGS) + " |",
+        "|---|---|" + "---|" * len(PLANTED_BUGS),
+    ]
+    for loop in loops:
+        cells = [final_values(loop, importlib.import_module(f"reference_loops.{loop}").main)]
+        cells += [final_values(loop, mutant_main(loop, operator)) for operator in PLANTED_BUGS]
+        lines.append(f"| {loop} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def cpu_model() -> str:
@@ -115,12 +165,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--loops", nargs="+", default=list(LOOPS), choices=LOOPS)
+    parser.add_argument("--planted-bugs", action="store_true", help="also tabulate mutants")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     timings = [time_loop(loop, args.repeats) for loop in args.loops]
     print(f"machine: {machine()}")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}, seed 0, {args.repeats} repeats, 1 thread")
     print(table(timings))
+    if args.planted_bugs:
+        print("\nfinal train loss / final val metric, seed 0, default budget:")
+        print(planted_bugs_table(args.loops))
 
 
 if __name__ == "__main__":
