@@ -7,7 +7,7 @@ cosine LR schedule stepped once per epoch; the loss is ``F.nll_loss`` on
 ``F.log_softmax`` outputs; the evaluation function is decorated with ``@torch.no_grad()``.
 Expected initial loss: ln 10 = 2.303 (balanced classes, small logits at init).
 Target: val accuracy >= 0.95.
-Default budget: 15 epochs, batch 32, lr 0.02 (about 0.6 s on one CPU thread).
+Default budget: 15 epochs, batch 32, lr 0.02 (about 0.4 s on one CPU thread).
 
 Run: ``python reference_loops/functional_digits.py --epochs 15 --seed 0 --device cpu``
 """
