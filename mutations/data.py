@@ -28,6 +28,8 @@ from mutator.patterns import (
     nodes_in_scope_of,
     number_value,
     parse_expr,
+    per_module,
+    per_node,
     qualified_or_tail,
     split_role,
     starts_before,
@@ -107,6 +109,7 @@ def _bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
     return None
 
 
+@per_node
 def _role_of(node: cst.CSTNode, ctx: Context) -> str | None:
     """train/eval from the expression itself, else from what it is assigned to or passed into."""
     current: cst.CSTNode | None = node
@@ -143,10 +146,12 @@ def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
                     following.extend(unpacked_values(ctx, name))
         level = following
     # No dtype on the way: a classification loss says the labels are class indices.
-    for call in ctx.nodes(cst.Call):
-        if qualified_or_tail(call, ctx, _CLASSIFICATION_LOSSES):
-            return "int"
-    return None
+    return "int" if _has_classification_loss(ctx) else None
+
+
+@per_module
+def _has_classification_loss(ctx: Context) -> bool:
+    return any(qualified_or_tail(call, ctx, _CLASSIFICATION_LOSSES) for call in ctx.nodes(cst.Call))
 
 
 # -- datasets and loaders ----------------------------------------------------------------

@@ -11,6 +11,7 @@ from mutator.patterns import (
     constructor_kind,
     dotted_name,
     dotted_names_in,
+    enclosing_function,
     expression_call,
     find_arg,
     identifiers_in,
@@ -24,6 +25,7 @@ from mutator.patterns import (
     module_alias,
     move_after,
     move_before,
+    per_module,
     same_scope,
     start_of,
     starts_before,
@@ -55,11 +57,16 @@ def _clip_call(statement: cst.CSTNode) -> cst.Call | None:
 
 def _backward_calls(ctx: Context, near: cst.CSTNode) -> list[cst.Call]:
     """The ``.backward(...)`` calls in the same function (or module level) as ``near``."""
-    return [
-        call
-        for call in ctx.nodes(cst.Call)
-        if method_name(call) == "backward" and same_scope(call, near, ctx)
-    ]
+    return _backward_calls_by_scope(ctx).get(enclosing_function(near, ctx), [])
+
+
+@per_module
+def _backward_calls_by_scope(ctx: Context) -> dict[cst.FunctionDef | None, list[cst.Call]]:
+    found: dict[cst.FunctionDef | None, list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        if method_name(call) == "backward":  # type: ignore[arg-type]
+            found.setdefault(enclosing_function(call, ctx), []).append(call)  # type: ignore[arg-type]
+    return found
 
 
 def _nearest_preceding_backward(ctx: Context, statement: cst.CSTNode) -> cst.CSTNode | None:

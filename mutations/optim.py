@@ -25,6 +25,7 @@ from mutator.patterns import (
     number_literal,
     number_value,
     optimizer_class,
+    per_module,
     positional_args,
     qualified_or_tail,
     receiver_kind,
@@ -276,6 +277,16 @@ def _structural_warmup_edits(
     return None
 
 
+@per_module
+def _has_structural_warmup(ctx: Context) -> bool:
+    """Does a schedule (a ramp, a warmup branch, a warmup argument) exist anywhere?"""
+    return any(
+        _structural_warmup_edits(node, ctx) is not None
+        for kind in (cst.Call, cst.If, cst.IfExp)
+        for node in ctx.nodes(kind)
+    )
+
+
 def _zero_safe_use(use: cst.Name, ctx: Context) -> bool:
     """Would ``use`` survive the value 0: never a bare divisor, or only behind
     ``max(1, ...)`` or inside ``if step < warmup:`` (never taken at 0)?"""
@@ -453,9 +464,8 @@ class DropLrWarmup(Operator):
         name, value = constant
         if not all(_zero_safe_use(use, ctx) for use in ctx.nodes(cst.Name) if use.value == name):
             return None
-        for kind in (cst.Call, cst.If, cst.IfExp):
-            if any(_structural_warmup_edits(other, ctx) for other in ctx.nodes(kind)):
-                return None  # the schedule itself is the site
+        if _has_structural_warmup(ctx):
+            return None  # the schedule itself is the site
         zero = cst.Integer("0") if isinstance(value, cst.Integer) else cst.Float("0.0")
         return {value: zero}
 

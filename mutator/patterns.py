@@ -417,20 +417,21 @@ def imports(ctx: Context) -> ImportTable:
     return ImportTable(tuple(bindings), tuple(stars), defined)
 
 
-def resolved_names(expr: cst.BaseExpression, ctx: Context) -> set[str]:
+@per_node
+def resolved_names(expr: cst.BaseExpression, ctx: Context) -> frozenset[str]:
     """What a Name/Attribute chain stands for: the engine's qualified names, else the
     script's own function or class (``<local>.Net``), else a name a ``from m import *``
     may have brought in (``torch.nn.CrossEntropyLoss``)."""
     names = ctx.qualified_names(expr)
     if names:
-        return names
+        return frozenset(names)
     dotted = dotted_name(expr)
     if dotted is None:
-        return set()
+        return frozenset()
     table = imports(ctx)
     if dotted.partition(".")[0] in table.local_definitions:
-        return {f"<local>.{dotted}"}
-    return {f"{module}.{dotted}" for module in table.star_modules}
+        return frozenset({f"<local>.{dotted}"})
+    return frozenset(f"{module}.{dotted}" for module in table.star_modules)
 
 
 def _tails(names: Iterable[str]) -> set[str]:
@@ -853,6 +854,7 @@ SCHEDULER_CLASSES = frozenset(
 SCHEDULER_MODULE = "torch.optim.lr_scheduler."
 
 
+@per_node
 def optimizer_class(call: cst.CSTNode, ctx: Context) -> str | None:
     """``"Adam"`` for ``optim.Adam(...)``/``torch.optim.Adam(...)``/``Adam(...)``, else None."""
     if not isinstance(call, cst.Call):
@@ -1011,6 +1013,7 @@ def _class_is_module(name: str, ctx: Context, depth: int) -> bool | None:
     return False
 
 
+@per_node
 def is_module_class(cls: cst.ClassDef, ctx: Context) -> bool:
     """Does a class of this script subclass ``nn.Module`` (directly or through its own bases)?"""
     return bool(_class_is_module(cls.name.value, ctx, 0))
