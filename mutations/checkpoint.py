@@ -18,12 +18,24 @@ from mutator.patterns import (
 _NOT_MODEL = frozenset({"optimizer", "scheduler", "scaler"})
 
 
-def _load_state_dict_receiver(statement: cst.CSTNode) -> cst.BaseExpression | None:
-    """``x`` of a ``x.load_state_dict(...)`` statement line."""
-    return method_statement_receiver(statement, "load_state_dict")
+class _DropStateRestore(Operator):
+    """Shared logic: delete a ``x.load_state_dict(...)`` line when ``x`` is of the right kind."""
+
+    node_types = (cst.SimpleStatementLine,)
+
+    def restores(self, kind: str | None) -> bool:
+        """Does a receiver of this kind (``receiver_kind``) hold the state this bug drops?"""
+        raise NotImplementedError
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        receiver = method_statement_receiver(node, "load_state_dict")
+        return receiver is not None and self.restores(receiver_kind(receiver, ctx))
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+        return cst.RemoveFromParent()
 
 
-class ResumeWithoutOptimizerState(Operator):
+class ResumeWithoutOptimizerState(_DropStateRestore):
     """Delete ``optimizer.load_state_dict(...)`` where a checkpoint is restored.
 
     Bug: the resume path restores the model (and maybe the scheduler) but not the
@@ -40,7 +52,6 @@ class ResumeWithoutOptimizerState(Operator):
     category = "checkpoint"
     summary = "Skip optimizer.load_state_dict on resume: Adam moments reset, loss spikes."
     expected = "degrades"
-    node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
             before=(
@@ -69,15 +80,11 @@ class ResumeWithoutOptimizerState(Operator):
         "torch.save({'optimizer': optimizer.state_dict()}, path)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        receiver = _load_state_dict_receiver(node)
-        return receiver is not None and receiver_kind(receiver, ctx) == "optimizer"
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
-        return cst.RemoveFromParent()
+    def restores(self, kind: str | None) -> bool:
+        return kind == "optimizer"
 
 
-class DropLoadStateDict(Operator):
+class DropLoadStateDict(_DropStateRestore):
     """Delete ``model.load_state_dict(...)`` where a checkpoint is restored.
 
     Bug: the restore code loads everything except the model weights (a line lost in a
@@ -95,7 +102,6 @@ class DropLoadStateDict(Operator):
     category = "checkpoint"
     summary = "Skip model.load_state_dict on resume: training restarts from random weights."
     expected = "degrades"
-    node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
             before=(
@@ -119,15 +125,11 @@ class DropLoadStateDict(Operator):
         "missing, unexpected = model.load_state_dict(sd, strict=False)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        receiver = _load_state_dict_receiver(node)
-        return receiver is not None and receiver_kind(receiver, ctx) not in _NOT_MODEL
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
-        return cst.RemoveFromParent()
+    def restores(self, kind: str | None) -> bool:
+        return kind not in _NOT_MODEL
 
 
-class DropSchedulerStateOnResume(Operator):
+class DropSchedulerStateOnResume(_DropStateRestore):
     """Delete ``scheduler.load_state_dict(...)`` where a checkpoint is restored.
 
     Bug: the resume path restores model and optimizer but not the learning-rate
@@ -145,7 +147,6 @@ class DropSchedulerStateOnResume(Operator):
     category = "checkpoint"
     summary = "Skip scheduler.load_state_dict on resume: the LR schedule restarts."
     expected = "degrades"
-    node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
             before=(
@@ -171,12 +172,8 @@ class DropSchedulerStateOnResume(Operator):
         "state = scheduler.state_dict()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        receiver = _load_state_dict_receiver(node)
-        return receiver is not None and receiver_kind(receiver, ctx) == "scheduler"
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
-        return cst.RemoveFromParent()
+    def restores(self, kind: str | None) -> bool:
+        return kind == "scheduler"
 
 
 class BestStateWithoutCopy(Operator):

@@ -192,6 +192,14 @@ def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cs
     return args[position]
 
 
+def _rewritable_labels(call: cst.CSTNode, ctx: Context) -> cst.Arg | None:
+    """Training labels a rewrite may repeat and hand to ``torch`` (which the script binds)."""
+    labels = _training_labels(call, ctx)
+    if labels is None or not _is_simple(labels.value) or module_alias(ctx, "torch") is None:
+        return None
+    return labels
+
+
 def _custom_dataset_label_position(call: cst.Call, ctx: Context) -> int | None:
     """Which constructor argument of a script-defined dataset class holds the labels."""
     if not isinstance(call.func, cst.Name):
@@ -712,12 +720,7 @@ class ShuffleLabels(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        labels = _training_labels(node, ctx)
-        return (
-            labels is not None
-            and _is_simple(labels.value)
-            and module_alias(ctx, "torch") is not None
-        )
+        return _rewritable_labels(node, ctx) is not None
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         labels = _training_labels(node, ctx)
@@ -788,13 +791,8 @@ class LabelNoise(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        labels = _training_labels(node, ctx)
-        return (
-            labels is not None
-            and _is_simple(labels.value)
-            and module_alias(ctx, "torch") is not None
-            and _label_kind(labels.value, ctx) == "int"
-        )
+        labels = _rewritable_labels(node, ctx)
+        return labels is not None and _label_kind(labels.value, ctx) == "int"
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
         labels = _training_labels(node, ctx)
