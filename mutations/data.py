@@ -23,6 +23,7 @@ from mutator.patterns import (
     dotted_name,
     find_arg,
     identifier_words,
+    is_label_name,
     method_name,
     module_alias,
     nodes_in_scope_of,
@@ -59,7 +60,6 @@ _CLASSIFICATION_LOSSES = (
 _STAT_WORDS = frozenset(
     {"mean", "std", "mu", "sigma", "var", "avg", "min", "max", "scale", "stdev", "center"}
 )
-_LABEL_WORDS = frozenset({"y", "target", "targets", "label", "labels", "tgt"})
 _STAT_METHODS = frozenset({"mean", "std", "var", "min", "max", "amin", "amax"})
 _INT_HINTS = ("torch.long", "torch.int", ".long()", "LongTensor", "randint", "argmax", "int64")
 _FLOAT_HINTS = ("torch.float", ".float()", "float32", "float64", "FloatTensor", "torch.double")
@@ -335,7 +335,7 @@ def _normalized_operand(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
 def _input_normalization(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpression, str] | None:
     """``_normalized_operand`` for inputs only: standardized regression targets are labels."""
     found = _normalized_operand(node, ctx)
-    if found is None or identifier_words(code_of(found[0])) & _LABEL_WORDS:
+    if found is None or is_label_name(code_of(found[0])):
         return None
     return found
 

@@ -11,6 +11,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Operator
 from mutator.patterns import (
+    LABEL_WORDS,
     bound_names,
     dotted_name,
     identifier_words,
@@ -68,37 +69,15 @@ def _is_device_move(expr: cst.BaseExpression, ctx: Context) -> bool:
 
 # -- is a variable a batch's input or its target? ----------------------------------------------
 
-_TARGET_WORDS = frozenset(
-    {"y", "yb", "ys", "label", "labels", "target", "targets", "tgt", "tgts", "gt", "truth"}
-)
 _INPUT_WORDS = frozenset(
-    {
-        "x",
-        "xb",
-        "xs",
-        "input",
-        "inputs",
-        "image",
-        "images",
-        "img",
-        "imgs",
-        "data",
-        "feature",
-        "features",
-        "feats",
-        "src",
-        "tokens",
-        "ids",
-        "pixel",
-        "seq",
-        "seqs",
-    }
+    {"x", "xb", "xs", "input", "inputs", "image", "images", "img", "imgs", "data", "feature"}
+    | {"features", "feats", "src", "tokens", "ids", "pixel", "seq", "seqs"}
 )
 
 
 def _role_by_name(name: str) -> str | None:
     words = identifier_words(name)
-    is_target, is_input = bool(words & _TARGET_WORDS), bool(words & _INPUT_WORDS)
+    is_target, is_input = bool(words & LABEL_WORDS), bool(words & _INPUT_WORDS)
     if is_target != is_input:
         return "target" if is_target else "input"
     return None

@@ -26,6 +26,7 @@ from mutator.patterns import (
     functional_loss_kind,
     insert_before,
     inside_nested_scope,
+    is_label_name,
     is_pure,
     keyword_arg,
     keyword_string,
@@ -798,18 +799,6 @@ class TargetShapeBroadcast(Operator):
         return False
 
 
-_LABEL_NAMES = ("y", "label", "labels", "target", "targets", "classes")
-
-
-def _is_label_name(name: str) -> bool:
-    lowered = name.lower()
-    return (
-        lowered in _LABEL_NAMES
-        or any(lowered.startswith(f"{label}_") for label in _LABEL_NAMES)
-        or any(lowered.endswith(f"_{label}") for label in _LABEL_NAMES)
-    )
-
-
 class FloatClassTargets(Operator):
     """Make the class-index targets of cross-entropy/NLL floating point.
 
@@ -900,7 +889,7 @@ class FloatClassTargets(Operator):
             isinstance(parent, cst.Assign)
             and len(parent.targets) == 1
             and isinstance(parent.targets[0].target, cst.Name)
-            and _is_label_name(parent.targets[0].target.value)
+            and is_label_name(parent.targets[0].target.value)
         )
 
 

@@ -831,6 +831,18 @@ def identifier_words(text: str) -> set[str]:
     return {word.lower() for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", text)}
 
 
+# Words that name labels or targets (``y_train``, ``batch_labels``, ``gt``).
+LABEL_WORDS = frozenset(
+    {"y", "yb", "ys", "label", "labels", "target", "targets", "tgt", "tgts", "gt", "truth"}
+    | {"classes"}
+)
+
+
+def is_label_name(text: str) -> bool:
+    """Do the words of ``text`` name labels (``y_val``, ``trainLabels``, ``tgt``)?"""
+    return bool(identifier_words(text) & LABEL_WORDS)
+
+
 def split_role(text: str) -> str | None:
     """``"train"``, ``"eval"``, or None when the words of ``text`` say neither (or both)."""
     words = identifier_words(text)
