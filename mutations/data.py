@@ -24,6 +24,7 @@ from mutator.patterns import (
     find_arg,
     identifier_words,
     is_label_name,
+    is_pure,
     method_name,
     module_alias,
     nodes_in_scope_of,
@@ -66,24 +67,6 @@ _FLOAT_HINTS = ("torch.float", ".float()", "float32", "float64", "FloatTensor", 
 
 
 # -- small utilities ---------------------------------------------------------------------
-
-
-def _is_simple(expr: cst.BaseExpression) -> bool:
-    """Cheap, side-effect-free expressions that may be repeated in a rewrite."""
-    if isinstance(expr, (cst.Name, cst.Attribute)):
-        return dotted_name(expr) is not None
-    if isinstance(expr, cst.Subscript):
-        return _is_simple(expr.value) and all(_is_simple_index(e.slice) for e in expr.slice)
-    return isinstance(expr, (cst.Integer, cst.Float))
-
-
-def _is_simple_index(part: cst.BaseSlice) -> bool:
-    if isinstance(part, cst.Index):
-        return _is_simple(part.value)
-    bounds = (part.lower, part.upper, part.step)
-    return all(
-        bound is None or _is_simple(bound) or number_value(bound) is not None for bound in bounds
-    )
 
 
 def _bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
@@ -195,7 +178,7 @@ def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cs
 def _rewritable_labels(call: cst.CSTNode, ctx: Context) -> cst.Arg | None:
     """Training labels a rewrite may repeat and hand to ``torch`` (which the script binds)."""
     labels = _training_labels(call, ctx)
-    if labels is None or not _is_simple(labels.value) or module_alias(ctx, "torch") is None:
+    if labels is None or not is_pure(labels.value) or module_alias(ctx, "torch") is None:
         return None
     return labels
 
@@ -1196,11 +1179,11 @@ class MixBatchDims(Operator):
             return None
         # ``flatten`` has no batch size to reuse: the rewrite repeats the tensor.
         if method == "flatten" and len(args) == 1 and number_value(args[0]) == 1:
-            return "sample" if _is_simple(node.func.value) else None
+            return "sample" if is_pure(node.func.value) else None
         if (
             len(args) == 2
             and number_value(args[1]) == 1
-            and _is_simple(args[0])
+            and is_pure(args[0])
             and qualified_or_tail(node, ctx, ("torch.flatten",))
         ):
             return "sample"

@@ -1278,10 +1278,7 @@ def is_pure(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.UnaryOperation):
         return is_pure(expr.expression)
     if isinstance(expr, cst.Subscript):
-        return is_pure(expr.value) and all(
-            isinstance(element.slice, cst.Index) and is_pure(element.slice.value)
-            for element in expr.slice
-        )
+        return is_pure(expr.value) and all(_is_pure_index(e.slice) for e in expr.slice)
     if isinstance(expr, cst.Call):
         return (
             isinstance(expr.func, cst.Attribute)
@@ -1290,6 +1287,12 @@ def is_pure(expr: cst.BaseExpression) -> bool:
             and all(is_pure(arg.value) for arg in expr.args)
         )
     return False
+
+
+def _is_pure_index(part: cst.BaseSlice) -> bool:
+    if isinstance(part, cst.Index):
+        return is_pure(part.value)
+    return all(bound is None or is_pure(bound) for bound in (part.lower, part.upper, part.step))
 
 
 _LOG_SOFTMAX_FUNCTIONS = {"torch.nn.functional.log_softmax", "torch.log_softmax"}

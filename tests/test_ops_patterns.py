@@ -73,6 +73,23 @@ def test_receivers_and_factors_are_parenthesised_only_when_needed():
     assert p.code_of(p.as_factor(cst.parse_expression("a / b"))) == "a / b"
 
 
+@pytest.mark.parametrize(
+    ("code", "pure"),
+    [
+        ("y_train", True),
+        ("X[:, -1]", True),
+        ("perm[: n_train]", True),
+        ("logits.view(-1, logits.size(-1))", True),
+        ("y.long()", True),
+        ("model(x)", False),
+        ("next(it)", False),
+        ("y[idx()]", False),
+    ],
+)
+def test_is_pure_means_safe_to_repeat(code, pure):
+    assert p.is_pure(cst.parse_expression(code)) is pure
+
+
 # -- names and imports --------------------------------------------------------------------------
 
 
