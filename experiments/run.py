@@ -26,6 +26,7 @@ from typing import Any
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
+from hydra.utils import to_absolute_path
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from experiments import sweep as sweeps
@@ -73,6 +74,7 @@ class BudgetConfig:
     sample_every: int = 20  # gradient norm / update ratio on step 1, then every k-th
     telemetry: bool = True  # False: run without hooks (no curves), e.g. to time scripts
     workers: int | None = None  # runs at once; default: cores (1 under joblib)
+    runs_per_gpu: int = 8  # device=cuda: runs at once on each visible GPU
 
 
 @dataclass
@@ -147,15 +149,19 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
     )
 
 
-def _workers(cfg: DictConfig) -> int:
+def _workers(cfg: DictConfig, gpus: Sequence[str] | None = None) -> int:
     if cfg.budget.workers is not None:
         return int(cfg.budget.workers)
+    if gpus:
+        return len(gpus) * int(cfg.budget.runs_per_gpu)
     try:
         launcher = str(HydraConfig.get().launcher.get("_target_", ""))
     except ValueError:  # not inside a Hydra job
         launcher = ""
     # joblib already runs one job per core: more runs per job would oversubscribe.
-    return 1 if "joblib" in launcher.lower() else (os.cpu_count() or 1)
+    # The cores this job may use (a SLURM allocation, a taskset), not all the machine's.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 1 if "joblib" in launcher.lower() else (cores or 1)
 
 
 def check_device(device: str) -> None:
@@ -183,6 +189,7 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     """One job: build the runs, run or load them, summarise. Raises only for a wrong
     configuration (``SweepError``), never for a run."""
     from experiments.harness import run_sweep
+    from experiments.harness.gpu import spreads_over_gpus, visible_gpus
     from experiments.harness.runner import Budget
 
     if OmegaConf.is_missing(cfg.loop, "script"):
@@ -190,6 +197,10 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     sweep = to_sweep(cfg)
     specs = sweeps.build(sweep)
     check_device(sweep.device)
+    gpus = visible_gpus() if spreads_over_gpus(sweep.device) else None
+    # Relative to where the sweep was launched, not where a launcher runs the job (a
+    # SLURM node, a Ray worker): every job of a sweep shares one cache.
+    results_dir = to_absolute_path(str(cfg.results_dir))
     budget = Budget(
         factor=cfg.budget.timeout_factor,
         slack_s=cfg.budget.timeout_slack_s,
@@ -208,14 +219,20 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
             )
 
     rows = run_sweep(
-        specs, cfg.results_dir, workers=_workers(cfg), progress=progress, budget=budget
+        specs,
+        results_dir,
+        workers=_workers(cfg, gpus),
+        progress=progress,
+        budget=budget,
+        gpus=gpus,
+        runs_per_gpu=cfg.budget.runs_per_gpu,
     )
     statuses = Counter(row["status"] for row in rows)
     summary = {
         "runs": len(rows),
         "cached": sum(bool(row.get("cached")) for row in rows),
         "statuses": dict(sorted(statuses.items())),
-        "results_dir": str(cfg.results_dir),
+        "results_dir": results_dir,
     }
     if not quiet:
         print(f"[trainwreck] {summary}", file=sys.stderr)

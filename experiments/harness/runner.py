@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,12 @@ from typing import Any
 from experiments.harness import status as rules
 from experiments.harness import store
 from experiments.harness.child import SPEC_FILE, run_forked
+from experiments.harness.gpu import (
+    DEFAULT_RUNS_PER_GPU,
+    GpuSlots,
+    child_environment,
+    spreads_over_gpus,
+)
 from experiments.harness.spec import HARNESS_VERSION, RunSpec, torch_version
 from experiments.harness.warm import fork_is_safe, warm_up
 from experiments.trace import RESULT_FILE, TRACE_FILE, decode_float, read_trace
@@ -65,6 +71,7 @@ class _Active:
     rss_cap_mb: float
     process: subprocess.Popen[bytes] | None = None
     killed_for: str | None = None
+    gpu: str | None = None  # its place in the GPU slots, given back when it ends
     last_poll: float = field(default=0.0)
 
 
@@ -76,11 +83,17 @@ class Runner:
         budget: Budget | None = None,
         start_method: str = "auto",
         progress: Progress | None = None,
+        gpus: Sequence[str] | None = None,
+        runs_per_gpu: int = DEFAULT_RUNS_PER_GPU,
     ) -> None:
         if start_method not in ("auto", "fork", "spawn"):
             raise ValueError(f"start_method must be auto, fork or spawn, not {start_method!r}")
         self.results_dir = Path(results_dir)
         self.workers = max(1, workers or os.cpu_count() or 1)
+        # device=cuda runs are spread over ``gpus``; more at once than places would wait.
+        self._gpu_slots = GpuSlots(gpus, runs_per_gpu) if gpus else None
+        if self._gpu_slots is not None:
+            self.workers = min(self.workers, self._gpu_slots.capacity)
         self.budget = budget or Budget()
         self.start_method = start_method
         self.progress = progress
@@ -192,23 +205,35 @@ class Runner:
         (folder / SPEC_FILE).write_text(json.dumps(config, indent=1), encoding="utf-8")
         rss_cap_mb = _rss_mb(os.getpid()) + spec.mem_cap_mb
         process = None
-        if method == "fork":
-            warm_up()
-            started = time.monotonic()
-            held = (*tuple(active.lock for active in self._active.values()), lock)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                run_forked(config, spec.source, close_fds=held)
-        else:
-            started = time.monotonic()
-            process = _spawn(folder)
-            pid = process.pid
-            rss_cap_mb = spec.mem_cap_mb + 1024.0  # a fresh interpreter's torch is ~0.5-1 GB
+        gpu = None
+        if self._gpu_slots is not None and spreads_over_gpus(spec.device):
+            gpu = self._gpu_slots.acquire()  # workers <= capacity, so a place is free
+        try:
+            if method == "fork":
+                warm_up()
+                started = time.monotonic()
+                held = (*tuple(active.lock for active in self._active.values()), lock)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    os.environ.update(child_environment(gpu))  # before CUDA starts there
+                    run_forked(config, spec.source, close_fds=held)
+            else:
+                started = time.monotonic()
+                process = _spawn(folder, child_environment(gpu))
+                pid = process.pid
+                rss_cap_mb = spec.mem_cap_mb + 1024.0  # a fresh interpreter's torch: ~0.5-1 GB
+        except OSError:
+            self._release_gpu(gpu)
+            raise
         self._active[pid] = _Active(
-            spec, key, folder, lock, pid, started, timeout_s, rss_cap_mb, process
+            spec, key, folder, lock, pid, started, timeout_s, rss_cap_mb, process, gpu=gpu
         )
+
+    def _release_gpu(self, gpu: str | None) -> None:
+        if gpu is not None and self._gpu_slots is not None:
+            self._gpu_slots.release(gpu)
 
     # -- watching -----------------------------------------------------------------------
     def _wait(self, at_most: float | None) -> None:
@@ -260,6 +285,7 @@ class Runner:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(active.pid, 0)
             store.unlock(active.lock)
+            self._release_gpu(active.gpu)
         self._active.clear()
 
     def _reap(self) -> None:
@@ -274,6 +300,7 @@ class Runner:
                 if info is None:
                     continue
             active = self._active.pop(pid)
+            self._release_gpu(active.gpu)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)  # grandchildren (data loader workers...)
             wait_status, peak_rss_mb = 0, None
@@ -370,10 +397,13 @@ def run_sweep(
     progress: Progress | None = None,
     budget: Budget | None = None,
     start_method: str = "auto",
+    gpus: Sequence[str] | None = None,
+    runs_per_gpu: int = DEFAULT_RUNS_PER_GPU,
 ) -> list[dict[str, Any]]:
     """Run (or load from the cache) every spec; one result row per distinct run, in the
-    order given. ``progress(done, total, cached, failed)`` is called after each run."""
-    runner = Runner(results_dir, workers, budget, start_method, progress)
+    order given. ``progress(done, total, cached, failed)`` is called after each run.
+    With ``gpus``, ``device=cuda`` runs go ``runs_per_gpu`` at a time to each of them."""
+    runner = Runner(results_dir, workers, budget, start_method, progress, gpus, runs_per_gpu)
     return runner.run(specs)
 
 
@@ -390,9 +420,9 @@ def _split_references(specs: list[RunSpec]) -> tuple[dict[Any, RunSpec], list[Ru
     return references, [spec for spec in specs if id(spec) not in chosen]
 
 
-def _spawn(folder: Path) -> subprocess.Popen[bytes]:
+def _spawn(folder: Path, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
     root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
+    env = {**os.environ, **extra_env}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     with open(folder / "stdout.txt", "ab") as out, open(folder / "stderr.txt", "ab") as err:
         return subprocess.Popen(
