@@ -1,0 +1,309 @@
+"""Interactions between bugs: A alone, B alone and A+B, measured on the same seeds.
+
+Pairs come from two places: every pair of bugs that co-occur in the quizzes of seeds
+0..N-1 at each level, and every pair of the classic five of the interview round
+(``CLASSIC``: no zero_grad, MSE for classification, eval without train, eval without
+no_grad, input not moved to the device), plus those five together.
+
+The rule, on impact (share of the correct loop's progress lost, ``measure``) ``a``, ``b``,
+``ab`` and each run's stable symptom labels (fired in at least half the seeds):
+two independent losses of progress would combine as ``expected = 1 - (1-a)(1-b)``.
+
+1. ``independent`` when ``a``, ``b`` and ``ab`` are all within ``TOLERANCE`` of zero;
+2. ``amplifies`` when ``ab > expected + TOLERANCE``;
+3. ``masks`` when ``ab < expected - TOLERANCE`` (one bug hides part of the other, e.g. a
+   dead optimizer step hides a wrong learning rate), or when both bugs show alone but the
+   pair shows none of one bug's own labels (e.g. a crash hides what comes after it);
+   ``hidden`` names the bug whose symptoms disappeared;
+4. ``adds`` when both bugs show alone (impact above ``TOLERANCE``) and the pair is as
+   expected;
+5. ``independent`` otherwise: one bug does nothing measurable and the pair looks like the
+   other alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.quiz.draw import LEVELS, QuizError, draw, strip_comments
+from experiments.quiz.measure import Measurement, Variant, measure, quiz_loop
+from mutations.registry import all_operators
+from mutator import MutationError, SourceFile
+from mutator.engine import Mutant, Site
+
+CLASSIC = (
+    "drop_zero_grad",
+    "mse_for_classification",
+    "drop_train_mode",
+    "drop_no_grad",
+    "drop_input_to_device",
+)
+TOLERANCE = 0.1
+STABLE_SHARE = 0.5
+CSV_FILE = "interactions.csv"
+MARKDOWN_FILE = "interactions.md"
+COLUMNS = [
+    "loop",
+    "origin",
+    "a",
+    "b",
+    "relation",
+    "hidden",
+    "impact_a",
+    "impact_b",
+    "impact_ab",
+    "expected_ab",
+    "labels_a",
+    "labels_b",
+    "labels_ab",
+    "site_a",
+    "site_b",
+    "seeds",
+]
+
+
+@dataclass(frozen=True)
+class InteractionRequest:
+    loop: str = "mlp_digits"
+    results_dir: Path = Path("results")
+    epochs: int | None = None
+    seeds: tuple[int, ...] = (0, 1, 2)
+    quizzes: int = 5
+    bugs: int = 3
+    classic: bool = True
+    workers: int | None = None
+
+
+@dataclass(frozen=True)
+class Pair:
+    origin: str  # "quiz" or "classic"
+    first: Site
+    second: Site
+
+
+def classify(
+    a: float, b: float, ab: float, labels_a: set[str], labels_b: set[str], labels_ab: set[str]
+) -> tuple[str, str]:
+    """(relation, hidden) by the rule of the module docstring; hidden is "", "a" or "b"."""
+    expected = 1 - (1 - a) * (1 - b)
+    if max(a, b, ab) <= TOLERANCE:
+        return "independent", ""
+    if ab > expected + TOLERANCE:
+        return "amplifies", ""
+    hidden = _hidden(a, b, labels_a, labels_b, labels_ab)
+    if ab < expected - TOLERANCE:
+        return "masks", hidden or ("a" if a < b else "b")
+    if hidden:
+        return "masks", hidden
+    if min(a, b) > TOLERANCE:
+        return "adds", ""
+    return "independent", ""
+
+
+def _hidden(a: float, b: float, la: set[str], lb: set[str], lab: set[str]) -> str:
+    """Which bug, visible alone, left none of its own labels in the pair."""
+    for name, impact, own in (("a", a, la - lb), ("b", b, lb - la)):
+        if impact > TOLERANCE and own and not own & lab:
+            return name
+    return ""
+
+
+def stable_labels(fractions: dict[str, float]) -> set[str]:
+    return {label for label, share in fractions.items() if share >= STABLE_SHARE} - {"silent"}
+
+
+def quiz_pairs(parsed: SourceFile, sites: Sequence[Site], quizzes: int, bugs: int) -> list[Pair]:
+    """Distinct pairs of co-occurring bugs over the quizzes of seeds 0..quizzes-1."""
+    pairs: dict[tuple[str, str], Pair] = {}
+    for level, seed in itertools.product(LEVELS, range(quizzes)):
+        try:
+            drawn = draw(parsed, sites, bugs, level, seed, lambda s: s.operator.expected)
+        except QuizError:
+            continue  # this loop has no quiz at this level: no pairs from it
+        for first, second in itertools.combinations([bug.site for bug in drawn.bugs], 2):
+            pairs.setdefault((first.identity, second.identity), Pair("quiz", first, second))
+    return list(pairs.values())
+
+
+def classic_sites(sites: Sequence[Site]) -> list[Site]:
+    """The first site of each classic operator that this loop has, in document order."""
+    chosen: dict[str, Site] = {}
+    for site in sites:
+        if site.operator.name in CLASSIC and site.operator.name not in chosen:
+            chosen[site.operator.name] = site
+    return sorted(chosen.values(), key=lambda site: (site.line, site.column))
+
+
+def run_interactions(
+    request: InteractionRequest, progress: Callable[[str], None] = lambda _: None
+) -> list[Path]:
+    """Measure every pair and write the tables into ``RESULTS/catalog``."""
+    loop = quiz_loop(request.loop, request.epochs)
+    parsed = SourceFile(strip_comments(loop.script.read_text(encoding="utf-8")), loop.script.name)
+    sites = parsed.find_sites(all_operators())
+    pairs = quiz_pairs(parsed, sites, request.quizzes, request.bugs) if request.quizzes else []
+    classic = classic_sites(sites) if request.classic else []
+    pairs += [Pair("classic", a, b) for a, b in itertools.combinations(classic, 2)]
+    mutants = _mutants(parsed, pairs, classic)
+    progress(f"{len(pairs)} pairs, {len(mutants)} scripts x {len(request.seeds)} seeds")
+    variants = [Variant(m.source, {**m.manifest_entry(), "diff": m.diff}) for m in mutants.values()]
+    measured = measure(loop, variants, request.seeds, request.results_dir, request.workers)
+    frame = interactions_frame(loop.name, pairs, mutants, measured, request.seeds)
+    if len(classic) > 1:
+        frame = pd.concat(
+            [frame, _classic_row(loop.name, classic, mutants, measured, request.seeds)]
+        )
+    return write_interactions(request.results_dir, frame)
+
+
+def _key(sites: Sequence[Site]) -> tuple[str, ...]:
+    return tuple(site.identity for site in sorted(sites, key=lambda s: (s.line, s.column)))
+
+
+def _mutants(
+    parsed: SourceFile, pairs: Sequence[Pair], classic: Sequence[Site]
+) -> dict[tuple[str, ...], Mutant]:
+    """Every single bug, every pair and the classic set, by their sites' identities."""
+    groups: list[list[Site]] = []
+    for pair in pairs:
+        groups += [[pair.first], [pair.second], [pair.first, pair.second]]
+    if len(classic) > 1:
+        groups.append(list(classic))
+    mutants = {}
+    for group in groups:
+        key = _key(group)
+        if key in mutants:
+            continue
+        try:
+            mutants[key] = parsed.apply(sorted(group, key=lambda s: (s.line, s.column)))
+        except MutationError:
+            continue  # overlapping sites: the pair is skipped below
+    return mutants
+
+
+def interactions_frame(
+    loop: str,
+    pairs: Sequence[Pair],
+    mutants: dict[tuple[str, ...], Mutant],
+    measured: Measurement,
+    seeds: Sequence[int],
+) -> pd.DataFrame:
+    rows = []
+    for pair in pairs:
+        parts = [_key([pair.first]), _key([pair.second]), _key([pair.first, pair.second])]
+        if any(part not in mutants for part in parts):
+            continue
+        impacts = [measured.impact(mutants[part].identity) for part in parts]
+        if any(value is None for value in impacts):
+            continue
+        labels = [stable_labels(measured.labels(mutants[part].identity)) for part in parts]
+        a, b, ab = impacts
+        relation, hidden = classify(a, b, ab, *labels)
+        rows.append(
+            {
+                "loop": loop,
+                "origin": pair.origin,
+                "a": pair.first.operator.name,
+                "b": pair.second.operator.name,
+                "relation": relation,
+                "hidden": {"a": pair.first.operator.name, "b": pair.second.operator.name}.get(
+                    hidden, ""
+                ),
+                "impact_a": round(a, 3),
+                "impact_b": round(b, 3),
+                "impact_ab": round(ab, 3),
+                "expected_ab": round(1 - (1 - a) * (1 - b), 3),
+                **{
+                    f"labels_{name}": " ".join(sorted(found)) or "silent"
+                    for name, found in zip(("a", "b", "ab"), labels)
+                },
+                "site_a": pair.first.identity,
+                "site_b": pair.second.identity,
+                "seeds": len(seeds),
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _classic_row(
+    loop: str,
+    classic: Sequence[Site],
+    mutants: dict[tuple[str, ...], Mutant],
+    measured: Measurement,
+    seeds: Sequence[int],
+) -> pd.DataFrame:
+    """The five together against the worst of them alone (no pairwise rule applies)."""
+    combined = mutants.get(_key(classic))
+    if combined is None:
+        return pd.DataFrame(columns=COLUMNS)
+    singles = [measured.impact(mutants[_key([site])].identity) or 0.0 for site in classic]
+    together = measured.impact(combined.identity)
+    kept = 1.0
+    for value in singles:
+        kept *= 1 - value
+    labels = stable_labels(measured.labels(combined.identity))
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(
+        loop=loop,
+        origin="classic_all",
+        a="+".join(site.operator.name for site in classic),
+        relation="combined",
+        impact_a=round(max(singles), 3),
+        impact_ab=round(together, 3) if together is not None else None,
+        expected_ab=round(1 - kept, 3),
+        labels_ab=" ".join(sorted(labels)) or "silent",
+        site_a="+".join(site.identity for site in classic),
+        seeds=len(seeds),
+    )
+    return pd.DataFrame([row], columns=COLUMNS)
+
+
+def interactions_markdown(frame: pd.DataFrame) -> str:
+    """The section for study.md / report.html: one table, the rule in one paragraph."""
+    lines = [
+        "## Interactions between bugs",
+        "",
+        "Impact = share of the correct loop's progress lost (validation metric over chance,",
+        "or loss drop), median over seeds. Two independent bugs would lose",
+        f"`1 - (1-a)(1-b)`; more than that (+{TOLERANCE}) amplifies, less masks, as expected",
+        "adds; a pair that shows none of one bug's own symptoms masks it too.",
+        "",
+        "| loop | from | A | B | relation | hidden | a | b | A+B | expected | symptoms A+B |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in frame.itertuples(index=False):
+        lines.append(
+            f"| {row.loop} | {row.origin} | {row.a} | {row.b} | {row.relation} | {row.hidden} "
+            f"| {_num(row.impact_a)} | {_num(row.impact_b)} | {_num(row.impact_ab)} "
+            f"| {_num(row.expected_ab)} | {row.labels_ab} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, int | float) else ""
+
+
+def write_interactions(results_dir: str | Path, frame: pd.DataFrame) -> list[Path]:
+    """``interactions.csv`` and ``interactions.md`` into ``RESULTS/catalog``, each file
+    replaced atomically (a reader never sees half a table)."""
+    out = Path(results_dir) / "catalog"
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (
+        (CSV_FILE, frame.to_csv(index=False)),
+        (MARKDOWN_FILE, interactions_markdown(frame)),
+    ):
+        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=out)
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, out / name)
+        written.append(out / name)
+    return written
