@@ -17,23 +17,28 @@ from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
 from mutator.patterns import (
     as_receiver,
+    bound_target,
     closed_args,
     code_of,
     compact_code,
     dotted_name,
     find_arg,
     identifier_words,
+    is_data_loader,
     is_label_name,
     is_pure,
+    is_training_loader,
+    loader_role,
     method_name,
     module_alias,
     nodes_in_scope_of,
     number_value,
     parse_expr,
     per_module,
-    per_node,
     qualified_or_tail,
+    shuffle_true,
     split_role,
+    split_role_of,
     starts_before,
     unpacked_values,
     values_bound_by,
@@ -43,7 +48,6 @@ from mutator.patterns import (
 )
 
 _TENSOR_DATASET = ("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset")
-_DATA_LOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 _NORMALIZE_TRANSFORM = (
     "torchvision.transforms.Normalize",
     "torchvision.transforms.v2.Normalize",
@@ -67,49 +71,6 @@ _FLOAT_HINTS = ("torch.float", ".float()", "float32", "float64", "FloatTensor", 
 
 
 # -- small utilities ---------------------------------------------------------------------
-
-
-def _bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
-    """The assignment target receiving ``node``'s value, also through tuple unpacking."""
-    parent = ctx.parent(node)
-    if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
-        return parent.targets[0].target
-    if isinstance(parent, cst.Element):
-        values = ctx.parent(parent)
-        assign = ctx.parent(values) if values is not None else None
-        if (
-            isinstance(values, cst.Tuple)
-            and isinstance(assign, cst.Assign)
-            and assign.value is values
-            and len(assign.targets) == 1
-        ):
-            targets = assign.targets[0].target
-            if isinstance(targets, (cst.Tuple, cst.List)) and len(targets.elements) == len(
-                values.elements
-            ):
-                index = next(i for i, e in enumerate(values.elements) if e is parent)
-                return targets.elements[index].value
-    return None
-
-
-@per_node
-def _role_of(node: cst.CSTNode, ctx: Context) -> str | None:
-    """train/eval from the expression itself, else from what it is assigned to or passed into."""
-    current: cst.CSTNode | None = node
-    while current is not None and not isinstance(current, cst.BaseStatement):
-        role = split_role(code_of(current))
-        if role is not None:
-            return role
-        target = _bound_target(current, ctx)
-        if target is not None:
-            return split_role(code_of(target))
-        parent = ctx.parent(current)
-        # Only climb out of an argument list: ``DataLoader(TensorDataset(x, y))``.
-        if isinstance(parent, cst.Arg):
-            current = ctx.parent(parent)
-        else:
-            return None
-    return None
 
 
 def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
@@ -144,10 +105,6 @@ def _is_tensor_dataset(node: cst.CSTNode, ctx: Context) -> bool:
     return isinstance(node, cst.Call) and qualified_or_tail(node, ctx, _TENSOR_DATASET)
 
 
-def _is_data_loader(node: cst.CSTNode, ctx: Context) -> bool:
-    return isinstance(node, cst.Call) and qualified_or_tail(node, ctx, _DATA_LOADER)
-
-
 def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cst.Arg | None:
     """The labels argument of a training ``TensorDataset(inputs, labels)``.
 
@@ -170,7 +127,7 @@ def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cs
             return None
     else:
         return None
-    if _role_of(call, ctx) == "eval":
+    if split_role_of(call, ctx) == "eval":
         return None
     return args[position]
 
@@ -220,13 +177,6 @@ def _custom_dataset_label_position(call: cst.Call, ctx: Context) -> int | None:
 
 def _dataset_arg(loader: cst.Call) -> cst.Arg | None:
     return find_arg(loader, keyword="dataset", position=0)
-
-
-def _shuffle_true(loader: cst.Call) -> cst.Arg | None:
-    arg = find_arg(loader, keyword="shuffle", position=2)
-    if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "True":
-        return arg
-    return None
 
 
 # -- splits: ``B[:K]`` with its complement ``B[K:]`` ------------------------------------------
@@ -279,8 +229,8 @@ def _split_training_side(sub: cst.CSTNode, ctx: Context) -> list[cst.Subscript]:
     if not heads:
         return []
     # Both parts mention ``K``; only the names they are bound to tell them apart.
-    head_roles = {split_role(code_of(_bound_target(h, ctx) or cst.Name("_"))) for h in heads}
-    tail_roles = {split_role(code_of(_bound_target(t, ctx) or cst.Name("_"))) for t in tails}
+    head_roles = {split_role(code_of(bound_target(h, ctx) or cst.Name("_"))) for h in heads}
+    tail_roles = {split_role(code_of(bound_target(t, ctx) or cst.Name("_"))) for t in tails}
     if "eval" in head_roles or "train" in tail_roles:
         return tails
     if "train" in head_roles or "eval" in tail_roles:
@@ -338,7 +288,7 @@ def _normalization_group(node: cst.CSTNode, ctx: Context) -> list[cst.BinaryOper
 
 def _normalization_role(node: cst.BinaryOperation, ctx: Context) -> str | None:
     """From the data, its target, else the function: ``def evaluate(x): (x - mu) / sd``."""
-    role = _role_of(node, ctx)
+    role = split_role_of(node, ctx)
     if role is None:
         function = ctx.enclosing_function(node)
         role = split_role(function.name.value) if function is not None else None
@@ -617,7 +567,7 @@ class ShiftLabels(Operator):
         lasts = [values.elements[-1].value for values in returned]
         if any(last is node for last in lasts):
             return True
-        target = _bound_target(node, ctx)
+        target = bound_target(node, ctx)
         return isinstance(target, cst.Name) and any(
             isinstance(last, cst.Name) and last.value == target.value for last in lasts
         )
@@ -840,13 +790,13 @@ class NoShuffle(Operator):
         return not isinstance(ctx.parent(node), cst.Subscript)
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if _is_data_loader(node, ctx):
-            return _shuffle_true(node) is not None and _role_of(node, ctx) != "eval"
+        if is_data_loader(node, ctx):
+            return shuffle_true(node) is not None and is_training_loader(node, ctx)
         return isinstance(node, cst.Call) and self._epoch_permutation(node, ctx)
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
-        if _is_data_loader(node, ctx):
-            shuffle = _shuffle_true(node)
+        if is_data_loader(node, ctx):
+            shuffle = shuffle_true(node)
             return with_arg_value(node, shuffle, cst.Name("False"))
         args = closed_args(
             [a for a in node.args if a.keyword is None or a.keyword.value != "generator"]
@@ -1321,14 +1271,12 @@ class TrainValLeakage(Operator):
 
     def _training_loader_dataset(self, ctx: Context) -> cst.Arg | None:
         for call in ctx.nodes(cst.Call):
-            if not _is_data_loader(call, ctx) or _role_of(call, ctx) == "eval":
-                continue
-            if _shuffle_true(call) is not None or _role_of(call, ctx) == "train":
-                return _dataset_arg(call)
+            if is_training_loader(call, ctx):
+                return _dataset_arg(call)  # type: ignore[arg-type]
         return None
 
     def _leaky_loader(self, node: cst.CSTNode, ctx: Context) -> tuple[cst.Arg, cst.Arg] | None:
-        if not _is_data_loader(node, ctx) or _role_of(node, ctx) != "eval":
+        if not is_data_loader(node, ctx) or loader_role(node, ctx) != "eval":
             return None
         dataset, training = _dataset_arg(node), self._training_loader_dataset(ctx)
         if dataset is None or training is None:

@@ -9,7 +9,6 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
 from mutator.patterns import (
-    HELD_OUT,
     SCHEDULER_MODULE,
     as_factor,
     callee_name,
@@ -18,7 +17,9 @@ from mutator.patterns import (
     expression_call,
     find_arg,
     has_star_args,
+    is_data_loader,
     is_scheduler_step,
+    is_training_loader,
     mentions,
     method_name,
     method_statement_receiver,
@@ -27,7 +28,6 @@ from mutator.patterns import (
     optimizer_class,
     per_module,
     positional_args,
-    qualified_or_tail,
     receiver_kind,
     renamed_callee,
     with_arg_value,
@@ -51,7 +51,6 @@ _DEFAULT_LR = {
     "SparseAdam": 1e-3,
     "LBFGS": 1.0,
 }
-_DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 
 def _optimizer_step(statement: cst.CSTNode, ctx: Context) -> bool:
@@ -1000,20 +999,6 @@ class OptimizerRecreatedEachEpoch(Operator):
 # -- batch size -------------------------------------------------------------------------------------
 
 
-def _is_training_loader(call: cst.Call, ctx: Context) -> bool:
-    """A DataLoader for training: named ``train...`` (target or dataset) or shuffled, and
-    not named like held-out data."""
-    names = [dotted_name(arg.value) or "" for arg in call.args[:1] if arg.keyword is None]
-    parent = ctx.parent(call)
-    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-        names.append(dotted_name(parent.targets[0].target) or "")
-    if any(HELD_OUT.search(name) for name in names):
-        return False
-    shuffle = find_arg(call, "shuffle", 2)
-    shuffled = shuffle is not None and ctx.code(shuffle.value) == "True"
-    return shuffled or any("train" in name.lower() for name in names)
-
-
 class ChangeBatchSize(Operator):
     """Multiply the training DataLoader's ``batch_size`` by ``factor`` (x8, or x1/8).
 
@@ -1083,12 +1068,12 @@ class ChangeBatchSize(Operator):
     def _batch_size(self, node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
         if not isinstance(node, cst.Call) or has_star_args(node):
             return None
-        if not qualified_or_tail(node, ctx, _DATALOADERS):
+        if not is_data_loader(node, ctx):
             return None
         size = find_arg(node, "batch_size", 1)
         if size is None or (isinstance(size.value, cst.Name) and size.value.value == "None"):
             return None
-        return size if _is_training_loader(node, ctx) else None
+        return size if is_training_loader(node, ctx) else None
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         return self._batch_size(node, ctx) is not None

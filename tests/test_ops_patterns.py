@@ -227,6 +227,22 @@ def test_split_role_from_the_words_of_a_name(name, role):
 
 
 @pytest.mark.parametrize(
+    ("line", "training"),
+    [
+        ("train_loader = DataLoader(ds, batch_size=64)", True),
+        ("dl = DataLoader(ds, batch_size=64, shuffle=True)", True),
+        ("loader = DataLoader(ds, batch_size=args.train_batch_size)", True),
+        ("val_loader = DataLoader(train_ds, batch_size=256)", False),  # bound name first
+        ("test_loader = DataLoader(test_ds, shuffle=True)", False),
+        ("dl = DataLoader(ds, batch_size=64)", False),  # nothing says training
+    ],
+)
+def test_is_training_loader(line, training):
+    ctx = parsed(f"from torch.utils.data import DataLoader\n{line}\n")
+    assert p.is_training_loader(first(ctx, cst.Call), ctx) is training
+
+
+@pytest.mark.parametrize(
     ("block", "inside"),
     [
         ("with torch.no_grad():", True),
