@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,13 @@ from experiments import sweep as sweeps
 from mutations.registry import operator_classes
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
+
+# configs/hydra/launcher/ completes the launcher plugins' configs under their own names
+# (hydra/launcher=submitit_slurm keeps working, with our defaults); Hydra 1.3 validates
+# such a file against the plugin's schema and warns about it on every run.
+warnings.filterwarnings(
+    "ignore", message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore schema"
+)
 
 
 @dataclass
@@ -159,9 +167,22 @@ def _workers(cfg: DictConfig, gpus: Sequence[str] | None = None) -> int:
     except ValueError:  # not inside a Hydra job
         launcher = ""
     # joblib already runs one job per core: more runs per job would oversubscribe.
+    if "joblib" in launcher.lower():
+        return 1
+    if "ray_launcher" in launcher.lower():
+        return _ray_task_cpus() or 1  # the CPUs Ray reserved for this task, not the node's
     # The cores this job may use (a SLURM allocation, a taskset), not all the machine's.
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return 1 if "joblib" in launcher.lower() else (cores or 1)
+    return cores or 1
+
+
+def _ray_task_cpus() -> int:
+    try:
+        import ray
+
+        return int(ray.get_runtime_context().get_assigned_resources().get("CPU", 0))
+    except Exception:  # not inside a Ray task (e.g. a job rerun by hand)
+        return 0
 
 
 def check_device(device: str) -> None:
