@@ -3,7 +3,8 @@
 Pairs come from two places: every pair of bugs that co-occur in the quizzes of seeds
 0..N-1 at each level, and every pair of the classic five of the interview round
 (``CLASSIC``: no zero_grad, MSE for classification, eval without train, eval without
-no_grad, input not moved to the device), plus those five together.
+no_grad, input not moved to the device), injected by the real operators into
+``classic_loop.py``, plus those five together.
 
 The rule, on impact (share of the correct loop's progress lost, ``measure``) ``a``, ``b``,
 ``ab`` and each run's stable symptom labels (fired in at least half the seeds):
@@ -33,7 +34,8 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.quiz.draw import LEVELS, QuizError, draw, strip_comments
-from experiments.quiz.measure import Measurement, Variant, measure, quiz_loop
+from experiments.quiz.measure import Measurement, QuizLoop, Variant, measure, quiz_loop
+from experiments.sweep import Loop
 from mutations.registry import all_operators
 from mutator import MutationError, SourceFile
 from mutator.engine import Mutant, Site
@@ -45,6 +47,8 @@ CLASSIC = (
     "drop_no_grad",
     "drop_input_to_device",
 )
+CLASSIC_SCRIPT = Path(__file__).resolve().parent / "classic_loop.py"
+CLASSIC_LOOP_NAME = "classic_digits"
 TOLERANCE = 0.1
 STABLE_SHARE = 0.5
 CSV_FILE = "interactions.csv"
@@ -141,26 +145,64 @@ def classic_sites(sites: Sequence[Site]) -> list[Site]:
     return sorted(chosen.values(), key=lambda site: (site.line, site.column))
 
 
+def classic_loop(epochs: int | None, budget: object) -> QuizLoop:
+    """``classic_loop.py`` as a quiz loop (10 epochs unless told otherwise)."""
+    return QuizLoop(
+        CLASSIC_LOOP_NAME,
+        Loop(script=str(CLASSIC_SCRIPT), name=CLASSIC_LOOP_NAME, epochs=epochs or 10),
+        CLASSIC_SCRIPT,
+        10,
+        budget,
+    )
+
+
 def run_interactions(
     request: InteractionRequest, progress: Callable[[str], None] = lambda _: None
 ) -> list[Path]:
-    """Measure every pair and write the tables into ``RESULTS/catalog``."""
+    """Measure the quiz pairs of ``request.loop`` and the classic five (on
+    ``classic_loop.py``), and write the tables into ``RESULTS/catalog``."""
     loop = quiz_loop(request.loop, request.epochs)
+    frames = []
+    if request.quizzes:
+        parsed, sites = _parse(loop)
+        pairs = quiz_pairs(parsed, sites, request.quizzes, request.bugs)
+        frames.append(_measure_pairs(loop, parsed, pairs, [], request, progress))
+    if request.classic:
+        classic = classic_loop(request.epochs, loop.budget)
+        parsed, sites = _parse(classic)
+        five = classic_sites(sites)
+        pairs = [Pair("classic", a, b) for a, b in itertools.combinations(five, 2)]
+        frames.append(_measure_pairs(classic, parsed, pairs, five, request, progress))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    return write_interactions(request.results_dir, frame)
+
+
+def _parse(loop: QuizLoop) -> tuple[SourceFile, list[Site]]:
     parsed = SourceFile(strip_comments(loop.script.read_text(encoding="utf-8")), loop.script.name)
-    sites = parsed.find_sites(all_operators())
-    pairs = quiz_pairs(parsed, sites, request.quizzes, request.bugs) if request.quizzes else []
-    classic = classic_sites(sites) if request.classic else []
-    pairs += [Pair("classic", a, b) for a, b in itertools.combinations(classic, 2)]
-    mutants = _mutants(parsed, pairs, classic)
-    progress(f"{len(pairs)} pairs, {len(mutants)} scripts x {len(request.seeds)} seeds")
+    return parsed, parsed.find_sites(all_operators())
+
+
+def _measure_pairs(
+    loop: QuizLoop,
+    parsed: SourceFile,
+    pairs: Sequence[Pair],
+    together: Sequence[Site],
+    request: InteractionRequest,
+    progress: Callable[[str], None],
+) -> pd.DataFrame:
+    mutants = _mutants(parsed, pairs, together)
+    progress(
+        f"{loop.name}: {len(pairs)} pairs, {len(mutants)} scripts x {len(request.seeds)} seeds"
+    )
     variants = [Variant(m.source, {**m.manifest_entry(), "diff": m.diff}) for m in mutants.values()]
     measured = measure(loop, variants, request.seeds, request.results_dir, request.workers)
     frame = interactions_frame(loop.name, pairs, mutants, measured, request.seeds)
-    if len(classic) > 1:
+    if len(together) > 1:
         frame = pd.concat(
-            [frame, _classic_row(loop.name, classic, mutants, measured, request.seeds)]
+            [frame, _classic_row(loop.name, together, mutants, measured, request.seeds)],
+            ignore_index=True,
         )
-    return write_interactions(request.results_dir, frame)
+    return frame
 
 
 def _key(sites: Sequence[Site]) -> tuple[str, ...]:
