@@ -27,6 +27,7 @@ from mutator.patterns import (
     move_before,
     per_module,
     same_scope,
+    single_assignment,
     start_of,
     starts_before,
 )
@@ -1122,10 +1123,8 @@ class DropHiddenDetach(Operator):
     )
 
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if not isinstance(node, cst.SimpleStatementLine) or len(node.body) != 1:
-            return False
-        assign = node.body[0]
-        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        assign = single_assignment(node)
+        if assign is None:
             return False
         if ctx.enclosing(node, (cst.For, cst.While)) is None or in_no_grad(node, ctx):
             return False

@@ -30,6 +30,7 @@ from mutator.patterns import (
     positional_args,
     receiver_kind,
     renamed_callee,
+    single_assignment,
     with_arg_value,
     with_keyword,
     without_arg,
@@ -954,10 +955,8 @@ class OptimizerRecreatedEachEpoch(Operator):
 
     def _plan(self, node: cst.CSTNode, ctx: Context) -> tuple[str, cst.CSTNode, bool] | None:
         """(optimizer name, epoch loop, whether code before the loop still needs the original)."""
-        if not isinstance(node, cst.SimpleStatementLine) or len(node.body) != 1:
-            return None
-        assign = node.body[0]
-        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        assign = single_assignment(node)
+        if assign is None:
             return None
         name = dotted_name(assign.targets[0].target)
         optimizer = optimizer_class(assign.value, ctx)

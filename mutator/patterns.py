@@ -1,9 +1,10 @@
 """Recognisers for the spellings training code uses, shared by the operators. libcst only.
 
 Operators combine these instead of re-deriving "is this ``opt.zero_grad()``?" each time.
-Sections: syntax, building code, names and imports, per-module caches, what a name holds,
-roles from names, what an object is (optimizer, scheduler, model), losses, gradient
-mode, moving statements. Module-wide analyses run once per parsed module (cached on the
+Sections, in order: per-module caches; syntax (names, calls, arguments, literals);
+building code; names and imports; where a node is; what a name holds; roles from names;
+data loaders; optimizers and schedulers; models; losses; gradient mode; moving
+statements. Module-wide analyses run once per parsed module (cached with the
 ``Context``), so an operator's ``match`` stays cheap however many candidates it sees.
 """
 
