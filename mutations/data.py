@@ -1,8 +1,9 @@
 """Data bugs: labels that stop matching their inputs, leaking splits, lost preprocessing.
 
-The private helpers at the top recognise the data-pipeline idioms of training scripts:
-which side of a split is the training one, which dataset is the validation one, where
-the labels of a ``TensorDataset`` are, which expressions standardize inputs.
+The private helpers at the top recognise the data-pipeline idioms only these operators
+need: where the labels of a ``TensorDataset`` are, which side of a split is the training
+one, which expressions standardize inputs, next-token slices, flattening. Train/eval
+roles of names and DataLoaders are ``mutator.patterns`` recognisers.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _INT_HINTS = ("torch.long", "torch.int", ".long()", "LongTensor", "randint", "ar
 _FLOAT_HINTS = ("torch.float", ".float()", "float32", "float64", "FloatTensor", "torch.double")
 
 
-# -- small utilities ---------------------------------------------------------------------
+# -- labels: class indices or values? ------------------------------------------------------
 
 
 def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
