@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from experiments.quiz.cli import quiz_main
@@ -208,3 +209,31 @@ def test_answer_and_grade_without_a_quiz(tmp_path: Path, capsys) -> None:
     assert quiz_main(["answer", str(tmp_path)]) == 2
     assert quiz_main(["grade", str(tmp_path), "--lines", "3"]) == 2
     assert capsys.readouterr().err.count("no quiz here") == 2
+
+
+def test_catalog_numbers_are_used_when_the_catalog_has_the_site(tmp_path: Path) -> None:
+    from experiments.quiz.key import catalog_entry
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    site = "mlp_digits.py::train_one_epoch::drop_zero_grad#0"
+    pd.DataFrame(
+        {
+            "loop": ["mlp_digits", "mlp_digits"],
+            "identity": [site, "mlp_digits.py::main::scale_lr#0"],
+            "measured": ["degrades", "crash"],
+            "label_fractions": ['{"slow_convergence": 1.0}', '{"crash:RuntimeError": 1.0}'],
+            "mutant_val_metric_final": [0.55, None],
+            "ref_val_metric_final": [0.95, 0.95],
+            "n_seeds": [3, 3],
+        }
+    ).to_csv(catalog / "symptoms.csv", index=False)
+    entry = catalog_entry(tmp_path, "mlp_digits", site, 10)
+    assert entry["severity"] == "degrades" and entry["source"] == "catalog"
+    assert entry["impact"] == pytest.approx(0.4 / 0.85)
+    assert entry["labels"] == {"slow_convergence": 1.0}
+    assert (
+        catalog_entry(tmp_path, "mlp_digits", "mlp_digits.py::main::scale_lr#0", 10)["impact"] == 1
+    )
+    assert catalog_entry(tmp_path, "binary_cancer", site, 10) is None
+    assert catalog_entry(tmp_path / "nowhere", "mlp_digits", site, 10) is None
