@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from experiments.harness import RunSpec, load_results, run_sweep
+from experiments.harness.warm import warm_up
 from experiments.trace import read_trace
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -206,3 +207,58 @@ def _specs(script: Path, count: int) -> list[RunSpec]:
         )
         for seed in range(count)
     ]
+
+
+CONCURRENT_PROGRAM = """
+import json, sys
+from pathlib import Path
+from experiments.harness import RunSpec, run_sweep
+path = Path(sys.argv[2])
+specs = [
+    RunSpec(script=str(path), source=path.read_text(), argv=("--epochs", "2", "--seed", str(s)),
+            seed=s, loop="slow", timeout_s=60)
+    for s in range(int(sys.argv[3]))
+]
+rows = run_sweep(specs, sys.argv[1], workers=1)
+print(json.dumps({row["key"]: row["cached"] for row in rows}))
+"""
+
+
+@pytest.mark.slow
+def test_two_sweeps_sharing_a_results_folder_run_each_key_once(tmp_path):
+    """Parallel Hydra jobs share ``results_dir``: a run's lock makes the second sweep wait
+    for the first's result instead of running the same key again."""
+    import json
+
+    results = tmp_path / "results"
+    script = tmp_path / "slow_train.py"
+    script.write_text(
+        (SCRIPTS / "train_tiny.py")
+        .read_text()
+        .replace(
+            "optimizer.step()\n", "optimizer.step()\n            __import__('time').sleep(0.05)\n"
+        )
+    )
+    count = 6  # ~0.8 s each: the two sweeps overlap for seconds
+    warm_up()  # so this sweep starts at once when the other holds its first lock
+    other = subprocess.Popen(
+        [sys.executable, "-c", CONCURRENT_PROGRAM, str(results), str(script), str(count)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 90
+    while not list(results.glob("runs/*/*.lock")):  # the other sweep has started running
+        assert time.monotonic() < deadline and other.poll() is None
+        time.sleep(0.02)
+    mine = {
+        row["key"]: row["cached"] for row in run_sweep(_specs(script, count), results, workers=1)
+    }
+    theirs = json.loads(other.communicate(timeout=120)[0].strip().splitlines()[-1])
+    assert set(mine) == set(theirs) and len(mine) == count
+    assert all(mine[key] != theirs[key] for key in mine)  # each key ran in exactly one sweep
+    assert not all(mine.values()) and not all(theirs.values())  # and both sweeps ran some
+    for row in load_results(results):
+        records = list(read_trace(row["run_dir"]))
+        assert [r["kind"] for r in records].count("start") == 1
