@@ -183,6 +183,7 @@ def test_make_quiz_writes_practice_page_and_exact_key(tmp_path: Path, parsed) ->
         (["--loop", "no_such_loop"], "unknown loop"),
         (["--level", "nightmare"], "invalid choice"),
         (["--seeds", "1"], "at least 2"),
+        (["--epochs", "0"], "--epochs must be at least 1"),
     ],
 )
 def test_bad_input_one_line_exit_2_nothing_written(
@@ -193,6 +194,19 @@ def test_bad_input_one_line_exit_2_nothing_written(
     error = capsys.readouterr().err
     assert code == 2 and message in error and error.count("\n") == 1
     assert not out.exists() and not results.exists()
+
+
+def test_interactions_bad_input(tmp_path: Path, capsys) -> None:
+    results = tmp_path / "results"
+    for argv, message in (
+        (["--loop", "no_such_loop"], "unknown loop"),
+        (["--quizzes", "-1"], "--quizzes"),
+        (["--seeds", "1"], "at least 2"),
+    ):
+        code = quiz_main(["interactions", *argv, "--results-dir", str(results)])
+        error = capsys.readouterr().err
+        assert code == 2 and message in error and error.count("\n") == 1
+    assert not results.exists()
 
 
 def test_non_empty_out_dir_is_refused(tmp_path: Path, capsys) -> None:

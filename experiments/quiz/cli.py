@@ -53,6 +53,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, help="runs at once (default: all cores)")
 
 
+def _check_counts(epochs: int | None, workers: int | None) -> None:
+    if epochs is not None and epochs < 1:
+        raise QuizError(f"--epochs must be at least 1, got {epochs}")
+    if workers is not None and workers < 1:
+        raise QuizError(f"--workers must be at least 1, got {workers}")
+
+
 def _seeds(count: int) -> tuple[int, ...]:
     if count < 2:
         raise QuizError("--seeds must be at least 2 (symptoms are judged against a spread)")
@@ -70,6 +77,7 @@ def _make(argv: list[str]) -> int:
     )
     parser.add_argument("--reveal", action="store_true", help="print the answer key at the end")
     args = parser.parse_args(argv)
+    _check_counts(args.epochs, args.workers)
     from experiments.quiz.folder import QuizRequest, make_quiz
 
     out = args.out or Path(f"quiz-{args.loop}-{args.level}-{args.bugs}b{args.seed}")
@@ -141,6 +149,9 @@ def _interactions(argv: list[str]) -> int:
     parser.add_argument("--bugs", type=int, default=3, help="bugs per quiz the pairs come from")
     parser.add_argument("--no-classic", action="store_true", help="skip the classic five bugs")
     args = parser.parse_args(argv)
+    _check_counts(args.epochs, args.workers)
+    if args.quizzes < 0:
+        raise QuizError(f"--quizzes must be 0 or more, got {args.quizzes}")
     from experiments.quiz.interactions import InteractionRequest, run_interactions
 
     request = InteractionRequest(

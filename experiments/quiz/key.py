@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,11 @@ def catalog_entry(
 ) -> dict[str, Any] | None:
     """What the catalog measured for this site of this loop, or None."""
     path = Path(results_dir) / "catalog" / "symptoms.csv"
-    if not path.is_file():
-        return None
     try:
-        table = pd.read_csv(path)
-    except (OSError, ValueError, pd.errors.ParserError):
+        table = _symptoms_table(str(path), path.stat().st_mtime_ns)
+    except OSError:
+        return None
+    if table is None:
         return None
     rows = table[(table["loop"] == loop) & (table["identity"] == identity)]
     if rows.empty:
@@ -54,6 +55,15 @@ def catalog_entry(
         "source": "catalog",
         "seeds": int(row["n_seeds"]) if "n_seeds" in row and pd.notna(row["n_seeds"]) else None,
     }
+
+
+@lru_cache(maxsize=4)
+def _symptoms_table(path: str, mtime_ns: int) -> pd.DataFrame | None:
+    """Read once per version of the file: a draw asks about every site of the loop."""
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
 
 
 def _fractions(value: Any) -> dict[str, float]:
