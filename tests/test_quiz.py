@@ -142,7 +142,7 @@ def test_rank_puts_crashes_first_then_impact() -> None:
     assert [bug["rank"] for bug in rank(bugs)] == [1, 2, 3, 4]
 
 
-def test_make_quiz_writes_practice_page_and_exact_key(tmp_path: Path, parsed) -> None:
+def test_make_quiz_writes_practice_page_and_exact_key(tmp_path: Path, parsed, capsys) -> None:
     source, sites = parsed
     request = QuizRequest(
         bugs=3,
@@ -174,6 +174,13 @@ def test_make_quiz_writes_practice_page_and_exact_key(tmp_path: Path, parsed) ->
     assert "## 1." in key_markdown(key)
     assert quiz_main(["answer", str(folder)]) == 0
     assert (folder / "answer.md").read_text().startswith("# Answer key")
+    # Answering with the key's own first lines, in its order, is a perfect score.
+    best = ",".join(str(bug["lines"][0]) for bug in sorted(key["bugs"], key=lambda b: b["rank"]))
+    capsys.readouterr()
+    assert quiz_main(["grade", str(folder), "--lines", best]) == 0
+    report = capsys.readouterr().out
+    assert "3/3 bugs found" in report and "false alarms: none" in report
+    assert "ranking of the found bugs matches" in report
 
 
 @pytest.mark.parametrize(
