@@ -5,12 +5,12 @@ and a third-party script runs unchanged. What is hooked and why that hook:
 
 - ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the loss of every
   backward call. A depth counter keeps a nested call from counting twice.
-- global optimizer step pre/post hooks: the step count; on every ``sample_every``-th step
-  the global gradient norm and the update/weight ratio, computed with fused
-  ``torch._foreach_norm`` and kept as tensors until the writer flushes (no host sync per
-  step).
-- ``nn.Module.__call__``: a depth counter finds top-level forwards (not nested in another
-  module's forward); their first output tensor gets a gradient hook. (A wrapper of
+- global optimizer step pre/post hooks: the step count and time; on step 1 and every
+  ``sample_every``-th step after it the global gradient norm and the update/weight ratio,
+  from one fused ``torch._foreach_norm`` call over gradients and weights and a weight copy
+  into buffers reused across samples.
+- ``nn.Module.__call__``: a flag set by the outermost call finds top-level forwards (not
+  nested in another module's forward); their output's autograd node gets a prehook. (A wrapper of
   ``__call__`` rather than global forward hooks: any global module hook sends every module
   call down torch's slow hook path, which cost more than the rest of the telemetry.)
   A forward whose output received a gradient is a training forward (and counts as one
@@ -21,7 +21,8 @@ and a third-party script runs unchanged. What is hooked and why that hook:
 - RSS from ``/proc/self/statm`` (one ``pread``), CUDA allocator peak when CUDA is in use.
 
 Values on the CPU are read at once (``item()`` costs less than keeping the tensor);
-values on an accelerator stay tensors until the writer's batched flush.
+values on an accelerator stay tensors until the writer's batched flush, so there is no
+host sync per hook.
 """
 
 from __future__ import annotations
