@@ -50,6 +50,7 @@ def records(row: dict, kind: str) -> list[dict]:
 def sweep(tmp_path_factory):
     """One sweep shared by the tests below: a reference, two mutants, the mode script."""
     results = tmp_path_factory.mktemp("results")
+    original = (SCRIPTS / "train_tiny.py").read_bytes()
     specs = [
         spec_for("train_tiny", "--epochs", "2", sample_every=1),
         mutant_spec("drop_zero_grad"),
@@ -66,6 +67,7 @@ def sweep(tmp_path_factory):
     ]
     progress: list[tuple[int, int, int, int]] = []
     rows = run_sweep(specs, results, workers=2, progress=lambda *a: progress.append(a))
+    assert (SCRIPTS / "train_tiny.py").read_bytes() == original  # mutants ran elsewhere
     return results, specs, rows, progress
 
 
