@@ -14,6 +14,7 @@ the old catalog or the new one, never a mix. ``rebuild_report(results_dir)`` is
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -62,6 +63,7 @@ CATALOG_FILES = (
     "study.md",
     "report.html",
 )
+INTERACTION_FILES = ("interactions.csv", "interactions.md")
 CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
 _LIST_FIELDS = ("operators", "categories", "params", "lines", "mutant_lines", "argv")
 
@@ -455,6 +457,17 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Measured bug interactions (``trainwreck quiz interactions``) outlive a catalog rebuild.
+    carried = {
+        name: (out_dir / name).read_bytes()
+        for name in INTERACTION_FILES
+        if (out_dir / name).is_file()
+    }
+    interactions = (
+        pd.read_csv(io.BytesIO(carried[INTERACTION_FILES[0]]))
+        if INTERACTION_FILES[0] in carried
+        else None
+    )
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
         tables.runs.to_parquet(staging / "runs.parquet", index=False)
@@ -462,8 +475,21 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
         tables.curves.to_parquet(staging / "curves.parquet", index=False)
         tables.symptoms.to_csv(staging / "symptoms.csv", index=False)
         (staging / "symptoms.md").write_text(render_symptoms_md(tables), encoding="utf-8")
-        (staging / "study.md").write_text(render_study_md(tables), encoding="utf-8")
-        (staging / "report.html").write_text(render_report_html(tables), encoding="utf-8")
+        study, page = render_study_md(tables), render_report_html(tables)
+        if interactions is not None:
+            from experiments.quiz.interactions import interactions_markdown
+
+            study += "\n\n" + interactions_markdown(interactions)
+            section = (
+                '<section id="interactions"><h2>Interactions between bugs</h2>'
+                + interactions.to_html(index=False, escape=True, border=0, na_rep="")
+                + "</section>"
+            )
+            page = page.replace("<script>", section + "<script>", 1)
+        (staging / "study.md").write_text(study, encoding="utf-8")
+        (staging / "report.html").write_text(page, encoding="utf-8")
+        for name, data in carried.items():
+            (staging / name).write_bytes(data)
         staging.chmod(0o755)
         _swap_into_place(staging, out_dir)
     except BaseException:

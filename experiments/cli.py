@@ -238,11 +238,18 @@ def _report(argv: Sequence[str]) -> int:
         return USAGE_ERROR
 
 
+def _quiz(argv: Sequence[str]) -> int:
+    from experiments.quiz.cli import quiz_main
+
+    return quiz_main(list(argv))
+
+
 # Commands that own their argument parsing: ``trainwreck NAME ARGS...`` -> handler(ARGS).
 DELEGATED: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "catalog": (_catalog, "run the mutant sweep and write the symptom catalog (the main job)"),
     "report": (_report, "rebuild the catalog files from stored runs, without training"),
     "sweep": (_sweep, "run a Hydra sweep (same overrides as python -m experiments.run)"),
+    "quiz": (_quiz, "practice: a loop with several bugs, its curves, an answer key, grading"),
     "lint": (_lint, "lint training scripts for loop bugs (trainwreck-lint)"),
     "bench": (_bench, "score bug detectors against the mutants (leaderboard, export)"),
 }

@@ -53,10 +53,30 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys):
     assert main(argv) == 0
     assert "runs (8 cached)" in capsys.readouterr().err
 
-    # the report rebuilds from stored runs alone
+    # the report rebuilds from stored runs alone, keeping measured interactions
+    from experiments.quiz.interactions import COLUMNS, write_interactions
+
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(
+        loop="mlp_digits",
+        origin="quiz",
+        a="drop_zero_grad",
+        b="scale_lr",
+        relation="masks",
+        impact_a=0.4,
+        impact_b=0.9,
+        impact_ab=0.5,
+        expected_ab=0.94,
+        labels_ab="no_learning",
+        seeds=2,
+    )
+    write_interactions(results, pd.DataFrame([row], columns=COLUMNS))
     (catalog / "report.html").unlink()
     assert main(["report", str(results)]) == 0
-    assert (catalog / "report.html").is_file()
+    page = (catalog / "report.html").read_text()
+    assert 'id="interactions"' in page and "drop_zero_grad" in page
+    assert "## Interactions between bugs" in (catalog / "study.md").read_text()
+    assert (catalog / "interactions.csv").is_file()
 
 
 def test_catalog_user_errors_are_one_line(tmp_path, capsys):

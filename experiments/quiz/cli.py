@@ -168,6 +168,12 @@ def _interactions(argv: list[str]) -> int:
         request, progress=lambda m: print(f"[trainwreck] {m}", file=sys.stderr)
     )
     print(f"[trainwreck] wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    catalog = Path(args.results_dir) / "catalog"
+    if (catalog / "sweep.json").is_file():
+        from experiments.catalog_job import report_main
+
+        # Put the new table into study.md and report.html beside the catalog's own.
+        return report_main([str(args.results_dir)])
     return 0
 
 
