@@ -222,7 +222,7 @@ TRAINED = {"steps": 3, "backward_calls": 3}
         (SystemExit(2), {}, False, "invalid"),
         (SystemExit(2), TRAINED, False, "crash"),
         (ValueError("x"), TRAINED, True, "crash"),
-        (ValueError("x"), {}, False, "invalid"),
+        (ValueError("x"), {}, False, "crash"),  # fails at its first forward: a crash
         (SyntaxError("x"), {}, False, "invalid"),
         (MemoryError(), TRAINED, False, "oom"),
         (RuntimeError("CUDA out of memory. Tried to allocate"), TRAINED, False, "oom"),

@@ -10,12 +10,14 @@ Then the child's own end record, written when the script returned, raised or exi
 3. ``oom``: ``MemoryError`` (the address-space cap on CPU makes a runaway allocation
    raise it), or an exception whose message says an allocation failed (torch's
    "can't allocate memory", "CUDA out of memory", ``torch.OutOfMemoryError``).
-4. ``invalid``: nothing trained: the source does not compile, or the script stopped
-   (cleanly, or by ``SystemExit`` with any code, e.g. an argparse error) before any
-   ``backward()``, optimizer step or training loss. Also a run that could not start
-   (the engine could not build the mutant, the script is missing).
-5. ``crash``: any other exception, including ``SystemExit`` with a nonzero code after
-   training started; ``exc_type`` is the exception's class name.
+4. ``invalid``: the run says nothing about the bug: the source does not compile, or the
+   script stopped on purpose (cleanly, or by ``SystemExit`` with any code, e.g. an
+   argparse error) before any ``backward()``, optimizer step or training loss. Also a
+   run that could not start (the engine could not build the mutant, the script is missing).
+5. ``crash``: any other exception, before or after training started (a mutant that
+   fails at its first forward is a crash, the most common symptom of all), including
+   ``SystemExit`` with a nonzero code after training started; ``exc_type`` is the
+   exception's class name.
 6. ``nan``: the script ended normally but some loss (a ``backward()`` loss or a
    training ``loss_fn``) was NaN or infinite; the run may have gone on after it.
 7. ``ok``: it ended normally, trained, and every loss was finite.
@@ -74,7 +76,7 @@ def after_exception(
     exc_type, message = type(error).__name__, str(error)[:MESSAGE_LIMIT]
     if is_oom(error):
         return "oom", exc_type, message
-    if isinstance(error, SyntaxError) or not trained(counters):
+    if isinstance(error, SyntaxError) or (isinstance(error, SystemExit) and not trained(counters)):
         return "invalid", exc_type, message
     return "crash", exc_type, message
 
