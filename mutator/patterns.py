@@ -20,10 +20,8 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from mutator.context import Context
+from mutator.operator import Replacement
 
-# What an edit maps a node to (the engine's ``Replacement``; repeated to keep patterns
-# importable without the operator module).
-Edit = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
 _T = TypeVar("_T")
 
 # -- per-module caches ------------------------------------------------------------------------
@@ -531,7 +529,7 @@ def _import_from_binding(name: cst.Name, ctx: Context) -> ImportBinding | None:
 
 def renamed_callee(
     func: cst.BaseExpression, ctx: Context, new_name: str, new_first: bool = False
-) -> tuple[cst.BaseExpression, dict[cst.CSTNode, Edit]] | None:
+) -> tuple[cst.BaseExpression, dict[cst.CSTNode, Replacement]] | None:
     """The callee spelled for ``new_name`` from the same module (``nn.MSELoss`` for
     ``nn.CrossEntropyLoss``, ``MSELoss`` for an imported ``CrossEntropyLoss``), plus the
     import edit a bare name needs (the new name after the old one, or ``new_first``);
@@ -1477,7 +1475,7 @@ def in_no_grad(node: cst.CSTNode, ctx: Context) -> bool:
 # -- moving statements ------------------------------------------------------------------------
 
 
-def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, Edit]:
+def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, Replacement]:
     """Edits that move ``statement`` directly above ``anchor`` (same block).
 
     The moved line takes over the anchor's leading comments/blank lines so that a comment
@@ -1487,7 +1485,7 @@ def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode
     return {statement: cst.RemoveFromParent(), **insert_before(anchor, statement)}
 
 
-def move_after(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, Edit]:
+def move_after(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, Replacement]:
     """Edits that move ``statement`` right below ``anchor`` (its blank lines stay behind)."""
     assert isinstance(statement, cst.SimpleStatementLine)
     moved = statement.with_changes(leading_lines=())
@@ -1496,7 +1494,7 @@ def move_after(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode,
 
 def insert_before(
     anchor: cst.CSTNode, statement: cst.CSTNode, anchor_becomes: cst.CSTNode | None = None
-) -> dict[cst.CSTNode, Edit]:
+) -> dict[cst.CSTNode, Replacement]:
     """The edit that puts ``statement`` above ``anchor``, taking over its leading lines
     (``anchor_becomes``, when given, stands in place of the anchor)."""
     assert isinstance(anchor, cst.BaseStatement) and isinstance(statement, cst.BaseStatement)
