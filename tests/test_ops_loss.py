@@ -317,7 +317,7 @@ def test_accumulated_loss_keeps_the_graph():
         "    loss = F.cross_entropy(logits, y)\n    loss.backward()\n    total += loss.item()\n"
     )
     assert isinstance(run(source)["total"], float)
-    assert run(mutate(source, "accumulate_loss_tensor"))["total"].grad_fn is not None
+    assert run(mutate(source, "accumulate_loss_graph"))["total"].grad_fn is not None
 
 
 def test_low_precision_loss_is_computed_in_the_chosen_dtype():

@@ -1248,7 +1248,7 @@ RULES: tuple[Rule, ...] = (
         "TW110",
         "gradient",
         "loss tensor kept across steps",
-        ("accumulate_loss_graph", "accumulate_loss_tensor"),
+        ("accumulate_loss_graph",),
         loss_kept_with_graph,
     ),
     Rule(
