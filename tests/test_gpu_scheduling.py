@@ -131,3 +131,15 @@ def test_cpu_runs_and_explicit_cuda_indices_keep_the_parents_environment(tmp_pat
     assert [row["status"] for row in rows] == ["ok", "ok"]
     assert [_probe_output(row)[0] for row in rows] == ["None", "None"]
     assert os.environ.get(gpu.VISIBLE_DEVICES) is None  # the parent's own stays untouched
+
+
+def test_cuda_sweeps_default_to_runs_per_gpu_on_every_gpu_and_never_more():
+    from experiments.harness.runner import Runner
+    from experiments.run import _workers, compose
+
+    cfg = compose(["device=cuda", "budget.runs_per_gpu=3"])
+    assert _workers(cfg, ["0", "1"]) == 6
+    assert _workers(compose(["device=cuda"]), ["0"]) == gpu.DEFAULT_RUNS_PER_GPU
+    assert _workers(compose(["device=cuda", "budget.workers=2"]), ["0", "1"]) == 2
+    assert Runner("unused", workers=16, gpus=["0"], runs_per_gpu=3).workers == 3
+    assert Runner("unused", workers=16).workers == 16  # no GPUs given: no cap
