@@ -160,20 +160,33 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
 def _workers(cfg: DictConfig, gpus: Sequence[str] | None = None) -> int:
     if cfg.budget.workers is not None:
         return int(cfg.budget.workers)
-    if gpus:
-        return len(gpus) * int(cfg.budget.runs_per_gpu)
-    try:
-        launcher = str(HydraConfig.get().launcher.get("_target_", ""))
-    except ValueError:  # not inside a Hydra job
-        launcher = ""
+    launcher = _launcher_target()
     # joblib already runs one job per core: more runs per job would oversubscribe.
-    if "joblib" in launcher.lower():
+    if "joblib" in launcher:
         return 1
-    if "ray_launcher" in launcher.lower():
-        return _ray_task_cpus() or 1  # the CPUs Ray reserved for this task, not the node's
-    # The cores this job may use (a SLURM allocation, a taskset), not all the machine's.
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return cores or 1
+    if "ray_launcher" in launcher:
+        cores = _ray_task_cpus() or 1  # the CPUs Ray reserved for this task, not the node's
+    else:
+        # The cores this job may use (a SLURM allocation, a taskset), not all the machine's.
+        affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        cores = len(affinity) if affinity else (os.cpu_count() or 1)
+    if gpus:  # every GPU run needs a core too: more at once than cores only queue up
+        return min(cores, len(gpus) * int(cfg.budget.runs_per_gpu))
+    return cores
+
+
+def _launcher_target() -> str:
+    try:
+        return str(HydraConfig.get().launcher.get("_target_", "")).lower()
+    except ValueError:  # not inside a Hydra job
+        return ""
+
+
+def _job_number() -> int:
+    try:
+        return int(HydraConfig.get().job.get("num") or 0)
+    except ValueError:  # not inside a Hydra job
+        return 0
 
 
 def _ray_task_cpus() -> int:
@@ -210,7 +223,7 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     """One job: build the runs, run or load them, summarise. Raises only for a wrong
     configuration (``SweepError``), never for a run."""
     from experiments.harness import run_sweep
-    from experiments.harness.gpu import spreads_over_gpus, visible_gpus
+    from experiments.harness.gpu import rotated, spreads_over_gpus, visible_gpus
     from experiments.harness.runner import Budget
 
     if OmegaConf.is_missing(cfg.loop, "script"):
@@ -219,6 +232,8 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     specs = sweeps.build(sweep)
     check_device(sweep.device)
     gpus = visible_gpus() if spreads_over_gpus(sweep.device) else None
+    if gpus:  # jobs running side by side (joblib) start on different GPUs
+        gpus = rotated(gpus, _job_number())
     # Relative to where the sweep was launched, not where a launcher runs the job (a
     # SLURM node, a Ray worker): every job of a sweep shares one cache.
     results_dir = to_absolute_path(str(cfg.results_dir))

@@ -104,6 +104,15 @@ class GpuSlots:
         self._busy[gpu] -= 1
 
 
+def rotated(gpus: Sequence[str], start: int) -> list[str]:
+    """``gpus`` beginning at ``start`` (mod their number): jobs that each fill GPUs from
+    the first listed would all crowd the same one."""
+    if not gpus:
+        return []
+    start %= len(gpus)
+    return [*gpus[start:], *gpus[:start]]
+
+
 def child_environment(gpu: str | None) -> dict[str, str]:
     """The variables a run on ``gpu`` starts with (none for a CPU run)."""
     return {} if gpu is None else {VISIBLE_DEVICES: gpu}
