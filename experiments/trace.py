@@ -12,11 +12,13 @@ A run folder holds:
     "-inf"), ``step`` (optimizer steps taken so far).
   - ``loss_fn``: ``i``, ``loss``: the output of a loss module (``nn.*Loss``) or a
     functional loss computed with grad enabled, in training mode. Lets a mutant that
-    never calls ``backward()`` still show a loss curve.
+    never calls ``backward()`` still show a loss curve. Every call is recorded while no
+    ``backward()`` has run, plus the first 100; after that every k-th (``i`` says which).
   - ``step``: ``i`` (1-based optimizer step count), ``grad_norm`` (global L2 norm of
     all parameter gradients at ``step()``; null when not sampled), ``update_ratio``
     (||delta w|| / ||w|| over all parameters of that step; null when not sampled),
-    ``rss_mb``, ``cuda_mb`` (null on CPU), ``step_time`` (seconds since previous step).
+    ``rss_mb`` (sampled with the norms, null otherwise), ``cuda_mb`` (null on CPU),
+    ``step_time`` (seconds since previous step).
   - ``forwards``: cumulative counters at the time of writing:
     ``train_forwards`` (forwards whose output received a gradient), of which
     ``train_forwards_eval_mode`` ran with the module in ``eval()``;

@@ -79,9 +79,10 @@ def test_every_run_has_one_complete_result_row(sweep):
         assert row["status"] in STATUSES
         assert (Path(row["run_dir"]) / "result.json").exists()
     assert progress[-1] == (len(specs), len(specs), 0, 2)  # bogus argv + engine failure
-    assert [row["key"] for row in load_results(results)] == sorted(
-        (row["key"] for row in rows), key=lambda k: next(r["run_id"] for r in rows if r["key"] == k)
-    )
+    # sorted by run id, then key (two runs may share a run id: same seed, other argv)
+    assert [row["key"] for row in load_results(results)] == [
+        row["key"] for row in sorted(rows, key=lambda r: (r["run_id"], r["key"]))
+    ]
 
 
 def test_reference_run_trace_and_row(sweep):

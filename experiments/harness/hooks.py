@@ -64,6 +64,8 @@ FUNCTIONAL_LOSSES = (
 # (about 1.3 ms a step on one thread here) sampling every step costs ~13% of step time
 # more than sampling every 20th (benchmarks/bench_harness.py).
 SAMPLE_EVERY = 20
+# loss_fn records kept in full at the start of a run (the initial-loss check reads them).
+LOSS_FN_HEAD = 100
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
@@ -190,11 +192,19 @@ class Telemetry:
                 and result.requires_grad
                 and result.numel() == 1
             ):
-                telemetry.writer.record("loss_fn", i=telemetry.loss_fn_calls, loss=_value(result))
-                telemetry.loss_fn_calls += 1
+                telemetry._record_loss_fn(result)
             return result
 
         return loss_fn
+
+    def _record_loss_fn(self, loss: torch.Tensor) -> None:
+        """Every training loss while no ``backward()`` has run (then it is the only loss
+        curve) and the first ``LOSS_FN_HEAD``; after that every ``sample_every``-th, since
+        the backward records carry the curve and a record per call costs step time."""
+        calls = self.loss_fn_calls
+        if self.backward_calls == 0 or calls < LOSS_FN_HEAD or calls % self.sample_every == 0:
+            self.writer.record("loss_fn", i=calls, loss=_value(loss))
+        self.loss_fn_calls = calls + 1
 
     # -- optimizer steps ------------------------------------------------------------
     def _parameters(self, optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
@@ -243,12 +253,13 @@ class Telemetry:
         if torch.cuda.is_initialized():
             cuda_mb = torch.cuda.max_memory_allocated() / 2**20
             self.peak_cuda_mb = cuda_mb
+        sampled = (self.steps - 1) % self.sample_every == 0
         self.writer.record(
             "step",
             i=self.steps,
             grad_norm=grad_norm,
             update_ratio=ratio,
-            rss_mb=self.rss_mb(),
+            rss_mb=self.rss_mb() if sampled else None,  # memory moves slowly: sampled too
             cuda_mb=cuda_mb,
             step_time=step_time,
         )
