@@ -12,7 +12,7 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
-HARNESS_VERSION = "2"  # 2: an exception before the first step is a crash, not invalid
+HARNESS_VERSION = "3"  # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
 
 
 @cache
