@@ -102,7 +102,9 @@ def catalog_main(argv: Sequence[str]) -> int:
             raise CatalogError(
                 f"bad override {override!r}: expected key=value, e.g. results_dir=out/"
             )
-    specs, results_dir, n_classes, workers, budget = _plan(loops, seeds, noop_seeds, args)
+    specs, results_dir, n_classes, workers, budget, gpus, runs_per_gpu = _plan(
+        loops, seeds, noop_seeds, args
+    )
     started = time.monotonic()
     print(
         f"[trainwreck] catalog ({args.profile}): {len(loops)} loops, seeds {list(seeds)}, "
@@ -112,7 +114,15 @@ def catalog_main(argv: Sequence[str]) -> int:
     from experiments.harness import run_sweep
 
     bar = ProgressBar(sys.stderr)
-    rows = run_sweep(specs, results_dir, workers=workers, progress=bar, budget=budget)
+    rows = run_sweep(
+        specs,
+        results_dir,
+        workers=workers,
+        progress=bar,
+        budget=budget,
+        gpus=gpus,
+        runs_per_gpu=runs_per_gpu,
+    )
     bar.close()
     return _write(results_dir, rows, n_classes, started)
 
@@ -152,8 +162,9 @@ def report_main(argv: Sequence[str]) -> int:
 def _plan(loops, seeds, noop_seeds, args):
     """RunSpecs for every loop (mutants on ``seeds``, unmutated on both seed sets)."""
     from experiments import sweep as sweeps
+    from experiments.harness.gpu import spreads_over_gpus, visible_gpus
     from experiments.harness.runner import Budget
-    from experiments.run import compose, to_sweep
+    from experiments.run import _workers, check_device, compose, to_sweep
 
     specs, n_classes = [], {}
     cfg = None
@@ -179,15 +190,21 @@ def _plan(loops, seeds, noop_seeds, args):
         except sweeps.SweepError as error:
             raise CatalogError(str(error).splitlines()[0]) from None
     assert cfg is not None
+    try:
+        check_device(cfg.device.name)
+    except sweeps.SweepError as error:
+        raise CatalogError(str(error)) from None
+    gpus = visible_gpus() if spreads_over_gpus(cfg.device.name) else None
     budget = Budget(
         factor=cfg.budget.timeout_factor,
         slack_s=cfg.budget.timeout_slack_s,
         default_timeout_s=cfg.budget.default_timeout_s,
         max_timeout_s=cfg.budget.max_timeout_s,
     )
-    workers = args.workers or cfg.budget.workers or os.cpu_count() or 1
+    workers = args.workers or _workers(cfg, gpus)
     n_classes = {name: value for name, value in n_classes.items() if value}
-    return specs, Path(cfg.results_dir), n_classes, workers, budget
+    runs_per_gpu = int(cfg.budget.runs_per_gpu)
+    return specs, Path(cfg.results_dir), n_classes, workers, budget, gpus, runs_per_gpu
 
 
 def _one_line(message: str) -> str:
