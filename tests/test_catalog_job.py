@@ -12,7 +12,9 @@ from experiments.cli import main
 pytestmark = pytest.mark.slow
 
 
-def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys):
+def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys, monkeypatch):
+    # A relative results folder, as the README's command uses (children change directory).
+    monkeypatch.chdir(tmp_path)
     results = tmp_path / "results"
     argv = [
         "catalog",
@@ -23,7 +25,7 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys):
         "--operators",
         "drop_optimizer_step,scale_lr",
         "budget.epochs=3",
-        f"results_dir={results}",
+        "results_dir=results",
     ]
     assert main(argv) == 0
     err = capsys.readouterr().err
@@ -43,6 +45,7 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys):
     runs = pd.read_parquet(catalog / "runs.parquet")
     # 2 seeds x (reference + drop_optimizer_step + scale_lr) + 2 noop seeds
     assert len(runs) == 8
+    assert set(runs["status"]) == {"ok"}, runs[["identity", "status", "exc_message"]]
     assert set(runs["role"]) >= {"reference", "mutant", "noop"}
     symptoms = pd.read_csv(catalog / "symptoms.csv")
     step = symptoms[symptoms["operator"] == "drop_optimizer_step"].iloc[0]

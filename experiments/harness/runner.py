@@ -88,7 +88,8 @@ class Runner:
     ) -> None:
         if start_method not in ("auto", "fork", "spawn"):
             raise ValueError(f"start_method must be auto, fork or spawn, not {start_method!r}")
-        self.results_dir = Path(results_dir)
+        # Absolute: a child may change its working directory before it opens its run folder.
+        self.results_dir = Path(results_dir).resolve()
         self.workers = max(1, workers or os.cpu_count() or 1)
         # device=cuda runs are spread over ``gpus``; more at once than places would wait.
         self._gpu_slots = GpuSlots(gpus, runs_per_gpu) if gpus else None
