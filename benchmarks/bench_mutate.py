@@ -43,7 +43,9 @@ def main() -> None:
     for name, times in per_loop.items():
         print(f"| {name} | {counts[name]} | {statistics.median(times):.3f} |")
     total = sum(counts.values())
-    print(f"| **all** | **{total}** | **{statistics.median(totals):.3f}** (min {min(totals):.3f}) |")
+    print(
+        f"| **all** | **{total}** | **{statistics.median(totals):.3f}** (min {min(totals):.3f}) |"
+    )
     print(f"\nper mutant: {1000 * statistics.median(totals) / max(total, 1):.2f} ms")
 
 

@@ -61,7 +61,11 @@ def test_mutate_out_writes_files_and_manifest(tmp_path, capsys):
     for entry in manifest["mutants"]:
         text = (out_dir / entry["file"]).read_text()
         compile(text, entry["file"], "exec")
-        assert entry["lines"] and entry["sha256"] and entry["identity"].startswith("trainer_class.py::")
+        assert (
+            entry["lines"]
+            and entry["sha256"]
+            and entry["identity"].startswith("trainer_class.py::")
+        )
     assert STYLE.read_bytes() == before
     # refuses to write into a non-empty folder, leaving it as it was
     code, _, err = run(capsys, "mutate", str(STYLE), "--out", str(out_dir))
@@ -95,7 +99,7 @@ def test_mutate_higher_order_is_reproducible(capsys):
     ],
 )
 def test_user_errors_are_one_line_exit_2(capsys, argv, message):
-    code, out, err = run(capsys, *argv)
+    code, _out, err = run(capsys, *argv)
     assert code == 2
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err

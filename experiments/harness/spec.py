@@ -12,7 +12,9 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
-HARNESS_VERSION = "3"  # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
+HARNESS_VERSION = (
+    "3"  # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
+)
 
 
 @cache
