@@ -486,6 +486,9 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
                 + "</section>"
             )
             page = page.replace("<script>", section + "<script>", 1)
+        leaderboard = out_dir.parent / "bench" / "section.html"
+        if leaderboard.is_file():  # written by ``trainwreck bench`` into the same results
+            page = page.replace("<script>", leaderboard.read_text(encoding="utf-8") + "<script>", 1)
         (staging / "study.md").write_text(study, encoding="utf-8")
         (staging / "report.html").write_text(page, encoding="utf-8")
         for name, data in carried.items():

@@ -74,10 +74,13 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys, monkeypatch):
         seeds=2,
     )
     write_interactions(results, pd.DataFrame([row], columns=COLUMNS))
+    (results / "bench").mkdir()
+    (results / "bench" / "section.html").write_text('<section id="detector-benchmark"></section>')
     (catalog / "report.html").unlink()
     assert main(["report", str(results)]) == 0
     page = (catalog / "report.html").read_text()
     assert 'id="interactions"' in page and "drop_zero_grad" in page
+    assert 'id="detector-benchmark"' in page
     assert "## Interactions between bugs" in (catalog / "study.md").read_text()
     assert (catalog / "interactions.csv").is_file()
 
