@@ -28,4 +28,4 @@ if [ -n "$extras" ] && ! command -v chromium >/dev/null 2>&1 && command -v apt-g
     || echo "setup: could not install chromium; the report's browser test will be skipped"
 fi
 command -v pyenv >/dev/null 2>&1 && pyenv rehash >/dev/null 2>&1 || true
-"$PY" -c "import torch, libcst, hydra, pandas; print(f'setup: ok (torch {torch.__version__}, libcst {libcst.__version__ if hasattr(libcst, \"__version__\") else \"?\"})')"
+"$PY" -c "import torch, libcst, hydra, pandas; from importlib.metadata import version; print(f'setup: ok (torch {torch.__version__}, libcst {version(\"libcst\")}, hydra-core {version(\"hydra-core\")})')"
