@@ -157,15 +157,7 @@ class MseForClassification(Operator):
         "losses = [F.cross_entropy(model(x), y) for x, y in batches]\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._edits(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        found = self._edits(node, ctx)
-        assert found is not None
-        return found
-
-    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
         if not isinstance(node, cst.Call):
             return None
         if loss_constructor_kind(node, ctx) == "CrossEntropyLoss":
@@ -390,15 +382,7 @@ class NllWithoutLogSoftmax(Operator):
         "from torch import nn\nmodel = nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=1))\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._edits(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        found = self._edits(node, ctx)
-        assert found is not None
-        return found
-
-    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
         if not isinstance(node, cst.Call):
             return None
         parent = ctx.parent(node)
@@ -547,17 +531,7 @@ class BceOnLogits(Operator):
         "import torch.nn.functional as F\nloss = F.binary_cross_entropy(p, y)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._replacement(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        found = self._replacement(node, ctx)
-        assert found is not None
-        return found
-
-    def _replacement(
-        self, node: cst.CSTNode, ctx: Context
-    ) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
         if not isinstance(node, cst.Call):
             return None
         if loss_constructor_kind(node, ctx) == "BCEWithLogitsLoss":
@@ -754,15 +728,7 @@ class TargetShapeBroadcast(Operator):
 
     _kinds = REGRESSION_LOSSES | BINARY_LOSSES
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._edit(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        found = self._edit(node, ctx)
-        assert found is not None
-        return found
-
-    def _edit(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
         receiver = _shape_fix_receiver(node)  # type: ignore[arg-type]
         if receiver is None:
             return None

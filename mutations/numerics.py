@@ -407,15 +407,7 @@ class DropActivation(Operator):
         "        super().__init__()\n        self.act = nn.ReLU()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._edit(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        found = self._edit(node, ctx)
-        assert found is not None
-        return found
-
-    def _edit(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
         if not isinstance(node, cst.Call):
             return None
         parent = ctx.parent(node)

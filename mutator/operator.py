@@ -102,8 +102,12 @@ class Operator:
             raise TypeError(f"operator {cls.__name__}: " + "; ".join(problems))
 
     # -- what subclasses implement -------------------------------------------------
+    # Either ``match`` + ``rewrite`` (one node replaced), or ``match`` + ``edits`` (several
+    # nodes), or ``plan`` alone when deciding where the bug goes already builds its edits.
     def match(self, node: cst.CSTNode, ctx: Context) -> bool:
         """Is ``node`` a site of this operator? ``node`` is one of ``node_types``."""
+        if self._plans():
+            return self.plan(node, ctx) is not None
         raise NotImplementedError
 
     def rewrite(self, node: cst.CSTNode, ctx: Context) -> Replacement:
@@ -116,7 +120,20 @@ class Operator:
         Override when a bug touches several nodes (a moved statement removes one and
         extends another). The keys define the site's footprint for overlap checks.
         """
+        if self._plans():
+            planned = self.plan(node, ctx)
+            assert planned is not None, f"{self.name}: edits() asked for a node it did not match"
+            return planned
         return {node: self.rewrite(node, ctx)}
+
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        """The site's edits, or None where the operator does not apply (``match`` and
+        ``edits`` then follow from it)."""
+        return None
+
+    @classmethod
+    def _plans(cls) -> bool:
+        return cls.plan is not Operator.plan
 
     # -- identity ------------------------------------------------------------------
     @property

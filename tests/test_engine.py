@@ -224,3 +224,30 @@ def test_import_aliases_resolve_to_qualified_names():
         set(),
         set(),
     ]
+
+
+class DropLrKeyword(Operator):
+    """Remove an ``lr=`` keyword, written with ``plan`` alone. A throwaway operator for the
+    engine's tests (outside the operator modules, so never registered). Fix: none. Check:
+    none; it only shows that ``match`` and ``edits`` follow from ``plan``."""
+
+    name = "test_drop_lr_keyword"
+    category = "optim"
+    summary = "test operator"
+    expected = "degrades"
+    node_types = (cst.Call,)
+
+    def plan(self, node, ctx: Context):
+        arg = find_arg(node, keyword="lr")
+        if arg is None:
+            return None
+        args = [a for a in node.args if a is not arg]
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return {node: node.with_changes(args=args)}
+
+
+def test_an_operator_can_be_written_with_plan_alone():
+    source = SourceFile("opt = SGD(p, lr=0.1)\nsched = Step(opt, 3)\n", "t.py")
+    sites = source.find_sites([DropLrKeyword()])
+    assert [site.identity for site in sites] == ["t.py::<module>::test_drop_lr_keyword#0"]
+    assert source.apply(sites).source == "opt = SGD(p)\nsched = Step(opt, 3)\n"
