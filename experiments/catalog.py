@@ -13,6 +13,7 @@ the old catalog or the new one, never a mix. ``rebuild_report(results_dir)`` is
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -32,6 +33,7 @@ import pandas as pd
 
 from experiments import signature as signature_module
 from experiments import trace as trace_module
+from experiments.files import write_bytes_atomic
 from experiments.report.operators import OperatorInfo, operator_info
 from experiments.signature import (
     FEATURES,
@@ -255,12 +257,8 @@ def _write_cache(
         # NaN is written as null by orjson and read back as NaN by numpy: lossless here.
         "curves": {metric: [steps, values] for metric, (steps, values) in curves.items()},
     }
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_bytes(orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY))
-        os.replace(temporary, path)
-    except OSError:
-        temporary.unlink(missing_ok=True)  # a read-only results folder just means no cache
+    with contextlib.suppress(OSError):  # a read-only results folder just means no cache
+        write_bytes_atomic(path, orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 # -- tables -------------------------------------------------------------------------------

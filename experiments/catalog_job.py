@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -247,10 +246,10 @@ def _write(results_dir: Path, rows: list[dict], n_classes: dict, started: float)
 
 
 def _record_sweep(out_dir: Path, keys: Sequence[str], n_classes) -> None:
-    path = Path(out_dir) / SWEEP_FILE
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps({"keys": list(keys), "n_classes": n_classes}))
-    os.replace(temporary, path)
+    from experiments.files import write_text_atomic
+
+    payload = {"keys": list(keys), "n_classes": n_classes}
+    write_text_atomic(Path(out_dir) / SWEEP_FILE, json.dumps(payload))
 
 
 def _print_summary(summary) -> None:

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -135,11 +132,13 @@ def _write_mutants(source, groups, out: Path, input_path: Path) -> int:
     out = out.resolve()
     if out == input_path.resolve().parent:
         raise UserError(f"--out {out} is the input's own folder; choose a separate folder")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UserError(f"--out {out} exists and is not an empty folder; choose a new folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    from experiments.files import check_new_folder, staged_folder
+
     try:
+        check_new_folder(out)
+    except FileExistsError as error:
+        raise UserError(f"--out {error}") from None
+    with staged_folder(out) as staging:
         manifest = {"source": str(input_path), "target": source.target, "mutants": []}
         for number, group in enumerate(groups, 1):
             mutant = source.apply(group)
@@ -148,12 +147,6 @@ def _write_mutants(source, groups, out: Path, input_path: Path) -> int:
             (staging / filename).write_text(mutant.source, encoding="utf-8")
             manifest["mutants"].append({"file": filename, **mutant.manifest_entry()})
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        if out.exists():
-            out.rmdir()
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     print(f"wrote {len(groups)} mutants and manifest.json to {out}", file=sys.stderr)
     return 0
 

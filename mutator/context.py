@@ -47,7 +47,7 @@ class Context:
         """
         if isinstance(node, cst.Call):
             node = node.func
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is None:
             return set()
         head, _, rest = dotted.partition(".")
@@ -64,22 +64,22 @@ class Context:
         bindings: dict[str, set[str]] = {}
         for statement in self.nodes(cst.Import):
             for alias in statement.names:  # type: ignore[attr-defined]
-                full = _dotted(alias.name) or ""
+                full = dotted_name(alias.name) or ""
                 if alias.asname is not None:
-                    local = _dotted(alias.asname.name) or full
+                    local = dotted_name(alias.asname.name) or full
                     bindings.setdefault(local, set()).add(full)
                 else:  # ``import torch.nn`` binds ``torch``
                     head = full.partition(".")[0]
                     bindings.setdefault(head, set()).add(head)
         for statement in self.nodes(cst.ImportFrom):
             module = "." * len(statement.relative) + (  # type: ignore[attr-defined]
-                _dotted(statement.module) or "" if statement.module else ""  # type: ignore[attr-defined]
+                dotted_name(statement.module) or "" if statement.module else ""  # type: ignore[attr-defined]
             )
             if isinstance(statement.names, cst.ImportStar):  # type: ignore[attr-defined]
                 continue
             for alias in statement.names:  # type: ignore[attr-defined]
-                name = _dotted(alias.name) or ""
-                local = _dotted(alias.asname.name) if alias.asname is not None else name
+                name = dotted_name(alias.name) or ""
+                local = dotted_name(alias.asname.name) if alias.asname is not None else name
                 bindings.setdefault(local or name, set()).add(f"{module}.{name}")
         return bindings
 
@@ -169,10 +169,11 @@ class Context:
         return cached
 
 
-def _dotted(expr: cst.CSTNode) -> str | None:
+def dotted_name(expr: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None (calls, subscripts...)."""
     if isinstance(expr, cst.Name):
         return expr.value
     if isinstance(expr, cst.Attribute):
-        base = _dotted(expr.value)
+        base = dotted_name(expr.value)
         return f"{base}.{expr.attr.value}" if base is not None else None
     return None

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
-from mutator.context import Context
+from mutator.context import Context, dotted_name
 from mutator.operator import Replacement
 
 _T = TypeVar("_T")
@@ -65,16 +65,6 @@ def per_node(analysis: Callable[[Any, Context], _T]) -> Callable[[Any, Context],
 
 
 # -- syntax: names, calls, arguments, literals ------------------------------------------------
-
-
-def dotted_name(expr: cst.BaseExpression) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None (calls, subscripts...)."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        base = dotted_name(expr.value)
-        return f"{base}.{expr.attr.value}" if base is not None else None
-    return None
 
 
 def last_name(expr: cst.BaseExpression) -> str:

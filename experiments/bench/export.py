@@ -14,14 +14,13 @@ either absent or complete)::
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from experiments.bench.corpus import Case, run_cases, source_cases
+from experiments.files import staged_folder
 from experiments.trace import RESULT_FILE, TRACE_FILE
 
 README = """# trainwreck detector benchmark bundle
@@ -52,11 +51,7 @@ def export_bundle(
 ) -> dict[str, Any]:
     """Write the bundle to ``out`` atomically; returns counts. ``out`` must not exist or be empty."""
     out = out.resolve()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise FileExistsError(f"{out} exists and is not an empty folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged_folder(out) as staging:
         cases, problems = source_cases(loops, epochs=epochs)
         runs = run_cases(results_dir) if results_dir is not None else []
         index = _write_sources(staging, cases) + _write_runs(staging, runs)
@@ -71,12 +66,6 @@ def export_bundle(
             readme += "\nOperators that failed while building this bundle:\n\n"
             readme += "".join(f"- {problem}\n" for problem in problems)
         (staging / "README.md").write_text(readme, encoding="utf-8")
-        if out.exists():
-            out.rmdir()
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     kinds = [row["kind"] for row in index]
     return {kind: kinds.count(kind) for kind in ("clean", "mutant", "run")} | {
         "problems": len(problems)

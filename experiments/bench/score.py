@@ -25,10 +25,8 @@ import csv
 import html
 import io
 import math
-import os
 import signal
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -44,6 +42,7 @@ from experiments.bench.api import (
     validate_findings,
 )
 from experiments.bench.corpus import Case
+from experiments.files import write_text_atomic
 
 Progress = Callable[[int, int], None]
 
@@ -382,18 +381,6 @@ def outcome_rows(reports: Iterable[DetectorReport]) -> list[dict[str, Any]]:
                 }
             )
     return rows
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def write_leaderboard(

@@ -14,10 +14,10 @@ import fcntl
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from experiments.files import write_text_atomic
 from experiments.trace import RESULT_FILE
 
 RUNS = "runs"
@@ -36,18 +36,8 @@ def read_result(folder: Path) -> dict[str, Any] | None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``:
-    a reader sees the old file or the whole new one, never a torn one."""
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """A result a reader sees whole or not at all, and that survives a crash (fsync)."""
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True), fsync=True)
 
 
 def reset_folder(folder: Path) -> None:

@@ -9,13 +9,12 @@ anything runs.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.files import staged_folder
 from experiments.quiz import key as keys
 from experiments.quiz.draw import Draw, QuizError, check_request, draw, strip_comments
 from experiments.quiz.measure import Measurement, QuizLoop, Variant, measure, quiz_loop
@@ -169,15 +168,8 @@ def _answer(
 
 
 def _write_atomically(out: Path, files: dict[str, bytes]) -> Path:
-    check_out_dir(out)  # again: the runs took a while
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    check_out_dir(out)  # again, in the quiz's own words: the runs took a while
+    with staged_folder(out) as staging:
         for name, content in files.items():
             (staging / name).write_bytes(content)
-        staging.chmod(0o755)
-        staging.rename(out)  # replaces an empty folder, fails on a non-empty one
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out

@@ -25,14 +25,13 @@ two independent losses of progress would combine as ``expected = 1 - (1-a)(1-b)`
 from __future__ import annotations
 
 import itertools
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from experiments.files import write_text_atomic
 from experiments.quiz.draw import LEVELS, QuizError, draw, strip_comments
 from experiments.quiz.measure import Measurement, QuizLoop, Variant, measure, quiz_loop
 from experiments.sweep import Loop
@@ -343,9 +342,6 @@ def write_interactions(results_dir: str | Path, frame: pd.DataFrame) -> list[Pat
         (CSV_FILE, frame.to_csv(index=False)),
         (MARKDOWN_FILE, interactions_markdown(frame)),
     ):
-        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=out)
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, out / name)
+        write_text_atomic(out / name, text)
         written.append(out / name)
     return written
