@@ -6,11 +6,12 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator
-from mutator.patterns import (
+from mutator.semantics import (
     callee_name,
     method_name,
     method_statement_receiver,
     receiver_kind,
+    resolve,
 )
 
 # Objects whose state is not the model's: everything else that loads a state dict is
@@ -222,7 +223,7 @@ class BestStateWithoutCopy(Operator):
 
     def _state_dict_call(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:
         if isinstance(node, cst.Call):
-            names = ctx.qualified_names(node.func)
+            names = resolve(node.func, ctx, strict=False).names
             is_deepcopy = "copy.deepcopy" in names or (
                 not names and callee_name(node) == "deepcopy"
             )

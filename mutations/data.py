@@ -3,7 +3,7 @@
 The private helpers at the top recognise the data-pipeline idioms only these operators
 need: where the labels of a ``TensorDataset`` are, which side of a split is the training
 one, which expressions standardize inputs, next-token slices, flattening. Train/eval
-roles of names and DataLoaders are ``mutator.patterns`` recognisers.
+roles of names and DataLoaders are ``mutator.semantics`` recognisers.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
-from mutator.patterns import (
+from mutator.semantics import (
     as_receiver,
     bound_target,
     closed_args,
@@ -24,6 +24,7 @@ from mutator.patterns import (
     compact_code,
     dotted_name,
     find_arg,
+    has_class_index_loss,
     identifier_words,
     is_data_loader,
     is_label_name,
@@ -35,8 +36,7 @@ from mutator.patterns import (
     nodes_in_scope_of,
     number_value,
     parse_expr,
-    per_module,
-    qualified_or_tail,
+    resolve,
     shuffle_true,
     split_role,
     split_role_of,
@@ -55,12 +55,6 @@ _NORMALIZE_TRANSFORM = (
     "torchvision.transforms.transforms.Normalize",
 )
 _TENSOR_CONSTRUCTORS = ("torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor")
-_CLASSIFICATION_LOSSES = (
-    "torch.nn.CrossEntropyLoss",
-    "torch.nn.NLLLoss",
-    "torch.nn.functional.cross_entropy",
-    "torch.nn.functional.nll_loss",
-)
 
 # Words naming the statistics of a standardization ``(x - mean) / std``.
 _STAT_WORDS = frozenset(
@@ -91,19 +85,14 @@ def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
                     following.extend(unpacked_values(ctx, name))
         level = following
     # No dtype on the way: a classification loss says the labels are class indices.
-    return "int" if _has_classification_loss(ctx) else None
-
-
-@per_module
-def _has_classification_loss(ctx: Context) -> bool:
-    return any(qualified_or_tail(call, ctx, _CLASSIFICATION_LOSSES) for call in ctx.nodes(cst.Call))
+    return "int" if has_class_index_loss(ctx) else None
 
 
 # -- datasets and loaders ----------------------------------------------------------------
 
 
 def _is_tensor_dataset(node: cst.CSTNode, ctx: Context) -> bool:
-    return isinstance(node, cst.Call) and qualified_or_tail(node, ctx, _TENSOR_DATASET)
+    return isinstance(node, cst.Call) and resolve(node, ctx, strict=False).matches(_TENSOR_DATASET)
 
 
 def _training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cst.Arg | None:
@@ -260,7 +249,8 @@ def _normalized_operand(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
         return None
     # Pixel scaling: ``x / 255``, or any constant applied where raw data becomes a tensor.
     if divisor == 255 or (
-        isinstance(left, cst.Call) and qualified_or_tail(left, ctx, _TENSOR_CONSTRUCTORS)
+        isinstance(left, cst.Call)
+        and resolve(left, ctx, strict=False).matches(_TENSOR_CONSTRUCTORS)
     ):
         return left, f"/{divisor:g}"
     return None
@@ -784,7 +774,7 @@ class NoShuffle(Operator):
     def _epoch_permutation(self, node: cst.Call, ctx: Context) -> bool:
         if not (
             isinstance(node.func, cst.Attribute)
-            and qualified_or_tail(node, ctx, ("torch.randperm",))
+            and resolve(node, ctx, strict=False).matches(("torch.randperm",))
             and ctx.enclosing(node, (cst.For, cst.While)) is not None
         ):
             return False
@@ -882,7 +872,7 @@ class DropInputNormalization(Operator):
         element = ctx.parent(node)
         holder = ctx.parent(element) if element is not None else None
         if (
-            qualified_or_tail(node, ctx, _NORMALIZE_TRANSFORM)
+            resolve(node, ctx, strict=False).matches(_NORMALIZE_TRANSFORM)
             and isinstance(element, cst.Element)
             and isinstance(holder, cst.List)
         ):
@@ -1135,7 +1125,7 @@ class MixBatchDims(Operator):
             len(args) == 2
             and number_value(args[1]) == 1
             and is_pure(args[0])
-            and qualified_or_tail(node, ctx, ("torch.flatten",))
+            and resolve(node, ctx, strict=False).matches(("torch.flatten",))
         ):
             return "sample"
         return None

@@ -10,7 +10,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator
-from mutator.patterns import (
+from mutator.semantics import (
     LABEL_WORDS,
     bound_names,
     dotted_name,

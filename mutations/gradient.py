@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
-from mutator.patterns import (
+from mutator.semantics import (
     callee_name,
     constructor_kind,
     dotted_name,

@@ -1,7 +1,7 @@
 """Loss bugs: the wrong loss, the right loss fed the wrong tensors, the wrong reduction.
 
 Which loss a call computes, what a criterion name holds and how to spell ``F`` or
-``torch`` in the script at hand are ``mutator.patterns`` recognisers (numerics and
+``torch`` in the script at hand are ``mutator.semantics`` recognisers (numerics and
 gradient operators ask the same questions).
 """
 
@@ -13,7 +13,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
-from mutator.patterns import (
+from mutator.semantics import (
     BINARY_LOSSES,
     CLASS_INDEX_LOSSES,
     LOSS_CLASSES,
@@ -46,7 +46,7 @@ from mutator.patterns import (
     number_value,
     positional_args,
     renamed_callee,
-    resolves_under,
+    resolve,
     uses_loss,
     with_arg_value,
     with_keyword,
@@ -833,7 +833,7 @@ class FloatClassTargets(Operator):
             dtype is not None
             and isinstance(dtype.value, cst.Attribute)
             and dtype.value.attr.value in ("long", "int64")
-            and resolves_under(dtype.value, ctx, "torch")
+            and resolve(dtype.value, ctx).under("torch")
             and self._assigned_to_labels(node, ctx)
         ):
             as_float = dtype.value.with_changes(attr=cst.Name("float32"))

@@ -8,7 +8,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Replacement
-from mutator.patterns import (
+from mutator.semantics import (
     HELD_OUT,
     bound_names,
     callee_name,

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
-from mutator.patterns import (
+from mutator.semantics import (
     CLASS_INDEX_LOSSES,
     bound_names,
     dotted_name,
@@ -31,8 +31,8 @@ from mutator.patterns import (
     number_value,
     optimizer_class,
     positional_args,
-    refers_to,
     renamed_callee,
+    resolve,
     with_arg_value,
     with_keyword,
     without_element,
@@ -287,7 +287,7 @@ class ZeroInit(Operator):
 
     def _weight_init(self, node: cst.Call, ctx: Context) -> cst.BaseExpression | None:
         """The weight a random initialiser fills (biases are left to their own bugs)."""
-        if not refers_to(node.func, ctx, _RANDOM_INITS):
+        if not resolve(node.func, ctx).matches(_RANDOM_INITS):
             return None
         if not isinstance(node.func, cst.Attribute):  # a bare imported name: leave it
             return None
@@ -423,7 +423,7 @@ class DropActivation(Operator):
             return {node: node.func.value}  # type: ignore[union-attr]
         if not positional:
             return None
-        if refers_to(node.func, ctx, _ACTIVATION_FUNCTIONS) or module_constructors(
+        if resolve(node.func, ctx).matches(_ACTIVATION_FUNCTIONS) or module_constructors(
             node.func, ctx, node, _ACTIVATION_CLASSES
         ):
             return {node: positional[0].value}
@@ -501,7 +501,7 @@ def _is_dropout(node: cst.CSTNode, ctx: Context) -> bool:
         return False
     if nn_class(node, ctx, _DROPOUT_CLASSES):
         return True
-    return bool(node.args) and refers_to(node.func, ctx, _DROPOUT_FUNCTIONS)
+    return bool(node.args) and resolve(node.func, ctx).matches(_DROPOUT_FUNCTIONS)
 
 
 def _probability_arg(node: cst.Call, ctx: Context) -> cst.Arg | None:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Operator, Param, Replacement
-from mutator.patterns import (
+from mutator.semantics import (
     SCHEDULER_MODULE,
     as_factor,
     callee_name,
@@ -30,6 +30,7 @@ from mutator.patterns import (
     positional_args,
     receiver_kind,
     renamed_callee,
+    resolve,
     single_assignment,
     with_arg_value,
     with_keyword,
@@ -163,7 +164,7 @@ def _mentions_warmup(root: cst.CSTNode, ctx: Context) -> bool:
 
 
 def _scheduler_named(call: cst.Call, ctx: Context, names: frozenset[str]) -> bool:
-    resolved = ctx.qualified_names(call.func)
+    resolved = resolve(call.func, ctx, strict=False).names
     if resolved:
         return any(
             q.startswith(SCHEDULER_MODULE) and q.rsplit(".", 1)[-1] in names for q in resolved

@@ -1,17 +1,16 @@
-"""What an operator may ask about a node: metadata, neighbours, names. Read-only."""
+"""What an operator may ask about a node: metadata, parents, neighbours. Read-only.
+
+What names mean (imports, resolution) is ``mutator.semantics.names``."""
 
 from __future__ import annotations
 
-import builtins
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from functools import cached_property
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 PROVIDERS = (PositionProvider,)
-_BUILTINS = frozenset(dir(builtins))
 
 
 class Context:
@@ -35,67 +34,6 @@ class Context:
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         return self._metadata[PositionProvider][node]
-
-    def qualified_names(self, node: cst.CSTNode) -> set[str]:
-        """Fully qualified names of a Name/Attribute chain, import aliases resolved.
-
-        ``nn.CrossEntropyLoss`` after ``import torch.nn as nn`` (or ``from torch import nn``)
-        is ``{"torch.nn.CrossEntropyLoss"}``; a builtin is ``builtins.<name>``; a name the
-        script defines or assigns resolves to nothing. Resolution reads the script's imports
-        (any scope) instead of libcst's scope analysis, which costs more than everything else
-        the engine does; training scripts do not shadow their torch aliases.
-        """
-        if isinstance(node, cst.Call):
-            node = node.func
-        dotted = dotted_name(node)
-        if dotted is None:
-            return set()
-        head, _, rest = dotted.partition(".")
-        bound = self._imports.get(head)
-        if bound:
-            return {f"{target}.{rest}" if rest else target for target in bound}
-        if head in _BUILTINS and head not in self._local_names:
-            return {f"builtins.{dotted}"}
-        return set()
-
-    @cached_property
-    def _imports(self) -> dict[str, set[str]]:
-        """Local name -> qualified names it was imported as, over every import in the script."""
-        bindings: dict[str, set[str]] = {}
-        for statement in self.nodes(cst.Import):
-            for alias in statement.names:  # type: ignore[attr-defined]
-                full = dotted_name(alias.name) or ""
-                if alias.asname is not None:
-                    local = dotted_name(alias.asname.name) or full
-                    bindings.setdefault(local, set()).add(full)
-                else:  # ``import torch.nn`` binds ``torch``
-                    head = full.partition(".")[0]
-                    bindings.setdefault(head, set()).add(head)
-        for statement in self.nodes(cst.ImportFrom):
-            module = "." * len(statement.relative) + (  # type: ignore[attr-defined]
-                dotted_name(statement.module) or "" if statement.module else ""  # type: ignore[attr-defined]
-            )
-            if isinstance(statement.names, cst.ImportStar):  # type: ignore[attr-defined]
-                continue
-            for alias in statement.names:  # type: ignore[attr-defined]
-                name = dotted_name(alias.name) or ""
-                local = dotted_name(alias.asname.name) if alias.asname is not None else name
-                bindings.setdefault(local or name, set()).add(f"{module}.{name}")
-        return bindings
-
-    @cached_property
-    def _local_names(self) -> frozenset[str]:
-        defined = {
-            node.name.value  # type: ignore[attr-defined]
-            for kind in (cst.FunctionDef, cst.ClassDef)
-            for node in self.nodes(kind)
-        }
-        for target in self.nodes(cst.AssignTarget):
-            if isinstance(target.target, cst.Name):  # type: ignore[attr-defined]
-                defined.add(target.target.value)  # type: ignore[attr-defined]
-        for param in self.nodes(cst.Param):
-            defined.add(param.name.value)  # type: ignore[attr-defined]
-        return frozenset(defined)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -167,13 +105,3 @@ class Context:
             ends = [(self.position(n).end.line, self.position(n).end.column) for n in nodes]
             cached = self._span_cache[kind] = (starts, ends, nodes)
         return cached
-
-
-def dotted_name(expr: cst.CSTNode) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None (calls, subscripts...)."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        base = dotted_name(expr.value)
-        return f"{base}.{expr.attr.value}" if base is not None else None
-    return None

@@ -1,4 +1,4 @@
-"""The shared recognisers of ``mutator.patterns``, one question at a time, on real parses.
+"""The shared recognisers of ``mutator.semantics``, one question at a time, on real parses.
 
 Plus the operator behaviours that follow from sharing them (a script's own ``Adam`` class
 is no optimizer, ``set_grad_enabled(False)`` is a no-grad block, ...).
@@ -11,7 +11,7 @@ import pytest
 
 from mutations.registry import get_operator
 from mutator import SourceFile
-from mutator import patterns as p
+from mutator import semantics as p
 from mutator.context import Context
 
 
@@ -93,19 +93,31 @@ def test_is_pure_means_safe_to_repeat(code, pure):
 # -- names and imports --------------------------------------------------------------------------
 
 
-def test_resolved_names_know_star_imports_and_the_scripts_own_classes():
+def test_strict_resolution_knows_star_imports_and_the_scripts_own_classes():
     ctx = parsed("from torch.nn import *\nclass Net:\n    pass\nNet()\nCrossEntropyLoss()\n")
     own, star = (first(ctx, cst.Call, code) for code in ("Net()", "CrossEntropyLoss()"))
-    assert p.resolved_names(own.func, ctx) == {"<local>.Net"}  # type: ignore[attr-defined]
-    assert p.resolved_names(star.func, ctx) == {"torch.nn.CrossEntropyLoss"}  # type: ignore[attr-defined]
+    assert p.resolve(own.func, ctx).names == {"<local>.Net"}  # type: ignore[attr-defined]
+    assert p.resolve(star, ctx).names == {"torch.nn.CrossEntropyLoss"}
+    # Imports only: neither is explained, so the last name decides a match.
+    assert p.resolve(own, ctx, strict=False).names == frozenset()
+    assert p.resolve(star, ctx, strict=False).matches({"torch.nn.CrossEntropyLoss"})
 
 
-def test_refers_to_is_stricter_than_qualified_or_tail():
+def test_strict_resolution_never_guesses_from_self_attributes():
     ctx = parsed("self.cross_entropy(a, b)\n")
     call = first(ctx, cst.Call)
     wanted = {"torch.nn.functional.cross_entropy"}
-    assert p.qualified_or_tail(call, ctx, wanted)  # type: ignore[arg-type]
-    assert not p.refers_to(call.func, ctx, wanted)  # type: ignore[attr-defined]
+    assert p.resolve(call, ctx, strict=False).matches(wanted)
+    assert not p.resolve(call, ctx).matches(wanted)
+
+
+def test_resolution_prefers_imports_and_tests_prefixes():
+    ctx = parsed("import torch\nfrom . import helpers\nx = torch.long\nhelpers.f()\nlen(x)\n")
+    dtype = first(ctx, cst.Attribute, "torch.long")
+    assert p.resolve(dtype, ctx).under("torch")
+    assert not p.resolve(dtype, ctx).under("torc")
+    assert p.resolve(first(ctx, cst.Call, "helpers.f()"), ctx).names == {"..helpers.f"}
+    assert p.resolve(first(ctx, cst.Call, "len(x)"), ctx).names == {"builtins.len"}
 
 
 @pytest.mark.parametrize(
@@ -247,13 +259,31 @@ def test_is_training_loader(line, training):
     [
         ("with torch.no_grad():", True),
         ("with torch.set_grad_enabled(False):", True),
+        ("with torch.set_grad_enabled(True):", False),
+        ("with torch.inference_mode():", True),
         ("with torch.inference_mode(False):", False),
         ("with open(path):", False),
+        # The innermost switch decides; inference_mode(False) does not re-enable gradients.
+        ("with torch.no_grad():\n  with torch.enable_grad():", False),
+        ("with torch.no_grad():\n  with torch.set_grad_enabled(True):", False),
+        ("with torch.no_grad():\n  with torch.inference_mode(False):", True),
+        ("with torch.enable_grad():\n  with torch.set_grad_enabled(False):", True),
+        ("with torch.no_grad(), torch.enable_grad():", False),
     ],
 )
 def test_in_no_grad(block, inside):
     ctx = parsed(f"import torch\n{block}\n    y = model(x)\n")
     assert p.in_no_grad(first(ctx, cst.Assign), ctx) is inside
+
+
+def test_grad_mode_decorators():
+    ctx = parsed(
+        "import torch\n@torch.no_grad\ndef a():\n    y = 1\n"
+        "@torch.no_grad()\n@torch.enable_grad()\ndef b():\n    z = 1\n"
+    )
+    assigns = ctx.nodes(cst.Assign)
+    assert p.in_no_grad(assigns[0], ctx)
+    assert not p.in_no_grad(assigns[1], ctx)
 
 
 # -- caches -------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from libcst.metadata import QualifiedNameProvider
 from experiments.bench.api import Finding, ScriptInput, StaticDetector, register
 from mutator.context import Context
 from mutator.engine import SourceFile
-from mutator.patterns import callee_name, dotted_name, find_arg, method_name, number_value
+from mutator.semantics import callee_name, dotted_name, find_arg, method_name, number_value, resolve
 
 Node = cst.CSTNode
 Scope = cst.CSTNode  # a For/While loop, a FunctionDef or the Module
@@ -136,7 +136,7 @@ class Script:
         """Qualified names of a callee. ``Context.qualified_names`` fails on the LazyValue
         libcst 1.9 stores (reported to the engine owner), so resolve it here."""
         try:
-            return self.ctx.qualified_names(node)
+            return set(resolve(node, self.ctx, strict=False).names)
         except TypeError:
             lazy = self.ctx._metadata[QualifiedNameProvider].get(node, set())
             return {name.name for name in (lazy() if callable(lazy) else lazy)}

@@ -1,0 +1,125 @@
+"""The data pipeline: train/eval roles from names, DataLoaders and their roles."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.semantics.cache import per_node
+from mutator.semantics.edits import code_of
+from mutator.semantics.names import resolve
+from mutator.semantics.syntax import find_arg, is_true
+
+# -- roles from names -------------------------------------------------------------------------
+
+# Words that mark a name as validation/test data (``X_val``, ``test_loader``, ``evaluate``).
+EVAL_WORDS = frozenset(
+    {"val", "valid", "validation", "validate", "test", "testing", "eval", "evaluate"}
+    | {"evaluation", "dev", "holdout", "te", "va", "tst"}
+)
+TRAIN_WORDS = frozenset({"train", "training", "tr"})
+# A held-out part inside a name, for renaming it (``val_loader`` -> ``train_loader``).
+HELD_OUT = re.compile(r"validation|valid|val|testing|test|eval|dev", re.IGNORECASE)
+
+
+def identifier_words(text: str) -> set[str]:
+    """Lower-case words of identifiers: ``X_val`` -> {x, val}; ``valLoader`` -> {val, loader}."""
+    return {word.lower() for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", text)}
+
+
+# Words that name labels or targets (``y_train``, ``batch_labels``, ``gt``).
+LABEL_WORDS = frozenset(
+    {"y", "yb", "ys", "label", "labels", "target", "targets", "tgt", "tgts", "gt", "truth"}
+    | {"classes"}
+)
+
+
+def is_label_name(text: str) -> bool:
+    """Do the words of ``text`` name labels (``y_val``, ``trainLabels``, ``tgt``)?"""
+    return bool(identifier_words(text) & LABEL_WORDS)
+
+
+def split_role(text: str) -> str | None:
+    """``"train"``, ``"eval"``, or None when the words of ``text`` say neither (or both)."""
+    words = identifier_words(text)
+    is_eval, is_train = bool(words & EVAL_WORDS), bool(words & TRAIN_WORDS)
+    if is_eval == is_train:
+        return None
+    return "eval" if is_eval else "train"
+
+
+def bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
+    """The assignment target receiving ``node``'s value, also through tuple unpacking."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
+        return parent.targets[0].target
+    if isinstance(parent, cst.Element):
+        values = ctx.parent(parent)
+        assign = ctx.parent(values) if values is not None else None
+        if (
+            isinstance(values, cst.Tuple)
+            and isinstance(assign, cst.Assign)
+            and assign.value is values
+            and len(assign.targets) == 1
+        ):
+            targets = assign.targets[0].target
+            if isinstance(targets, (cst.Tuple, cst.List)) and len(targets.elements) == len(
+                values.elements
+            ):
+                index = next(i for i, e in enumerate(values.elements) if e is parent)
+                return targets.elements[index].value
+    return None
+
+
+@per_node
+def split_role_of(node: cst.CSTNode, ctx: Context) -> str | None:
+    """train/eval from the expression itself, else from what it is assigned to or passed into."""
+    current: cst.CSTNode | None = node
+    while current is not None and not isinstance(current, cst.BaseStatement):
+        role = split_role(code_of(current))
+        if role is not None:
+            return role
+        target = bound_target(current, ctx)
+        if target is not None:
+            return split_role(code_of(target))
+        parent = ctx.parent(current)
+        # Only climb out of an argument list: ``DataLoader(TensorDataset(x, y))``.
+        if isinstance(parent, cst.Arg):
+            current = ctx.parent(parent)
+        else:
+            return None
+    return None
+
+
+# -- data loaders -----------------------------------------------------------------------------
+
+DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+
+
+def is_data_loader(node: cst.CSTNode, ctx: Context) -> bool:
+    return isinstance(node, cst.Call) and resolve(node, ctx, strict=False).matches(DATA_LOADERS)
+
+
+def shuffle_true(loader: cst.Call) -> cst.Arg | None:
+    """The ``shuffle=True`` argument of a DataLoader call, else None."""
+    arg = find_arg(loader, keyword="shuffle", position=2)
+    return arg if arg is not None and is_true(arg.value) else None
+
+
+def loader_role(loader: cst.CSTNode, ctx: Context) -> str | None:
+    """train/eval of a DataLoader: the name it is bound to decides first (``val_loader =
+    DataLoader(train_ds)`` is a validation loader, already leaking), then its arguments."""
+    target = bound_target(loader, ctx)
+    role = split_role(code_of(target)) if target is not None else None
+    return role or split_role_of(loader, ctx)
+
+
+def is_training_loader(node: cst.CSTNode, ctx: Context) -> bool:
+    """A DataLoader over training data: not named like held-out data, and shuffled or
+    named like training data (``train_loader``, ``DataLoader(train_ds)``)."""
+    if not is_data_loader(node, ctx):
+        return False
+    role = loader_role(node, ctx)
+    return role != "eval" and (shuffle_true(node) is not None or role == "train")  # type: ignore[arg-type]

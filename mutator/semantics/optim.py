@@ -1,0 +1,150 @@
+"""Optimizers and schedulers: which class a constructor builds, what a receiver holds, their steps."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.semantics.cache import per_node
+from mutator.semantics.names import resolve
+from mutator.semantics.scope import assigned_values
+from mutator.semantics.syntax import (
+    _own_name,
+    callee_name,
+    dotted_name,
+    expression_call,
+    find_arg,
+    method_name,
+    method_statement_receiver,
+    receiver,
+)
+
+# -- optimizers and schedulers ----------------------------------------------------------------
+
+OPTIMIZER_CLASSES = frozenset(
+    {"SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "Adagrad"}
+    | {"Adadelta", "SparseAdam", "LBFGS", "ASGD", "Adafactor"}
+)
+SCHEDULER_CLASSES = frozenset(
+    {"StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "OneCycleLR", "CyclicLR"}
+    | {"CosineAnnealingWarmRestarts", "LambdaLR", "MultiplicativeLR", "LinearLR", "ConstantLR"}
+    | {"PolynomialLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau", "LRScheduler"}
+)
+SCHEDULER_MODULE = "torch.optim.lr_scheduler."
+
+
+@per_node
+def optimizer_class(call: cst.CSTNode, ctx: Context) -> str | None:
+    """``"Adam"`` for ``optim.Adam(...)``/``torch.optim.Adam(...)``/``Adam(...)``, else None."""
+    if not isinstance(call, cst.Call):
+        return None
+    # The script's own ``class Adam`` is no torch optimizer: it takes none of its arguments.
+    resolved = resolve(call.func, ctx).names
+    for qualified in resolved:
+        tail = qualified.rsplit(".", 1)[-1]
+        if (
+            qualified.startswith("torch.optim.")
+            and not qualified.startswith(SCHEDULER_MODULE)
+            and tail in OPTIMIZER_CLASSES
+        ):
+            return tail
+    tail = callee_name(call)
+    if not resolved and tail in OPTIMIZER_CLASSES:
+        return tail
+    return None
+
+
+def constructor_kind(call: cst.Call, ctx: Context) -> str | None:
+    """``optimizer``, ``scheduler`` or ``scaler`` (GradScaler) for the class a call builds."""
+    return class_kind(call.func, ctx)
+
+
+def class_kind(cls: cst.BaseExpression, ctx: Context) -> str | None:
+    """``optimizer``, ``scheduler`` or ``scaler`` for a class name (``optim.Adam``, an
+    annotation ``lr_scheduler.LRScheduler``), by what it resolves to, else its name."""
+    names = resolve(cls, ctx, strict=False).names
+    for name in names:
+        if name.startswith(SCHEDULER_MODULE):
+            return "scheduler"
+        if name.rsplit(".", 1)[-1] == "GradScaler":
+            return "scaler"
+        if name.startswith("torch.optim."):
+            return "optimizer"
+    tail = _own_name(cls) or ""
+    if tail in SCHEDULER_CLASSES:
+        return "scheduler"
+    if tail in OPTIMIZER_CLASSES or tail == "Optimizer":
+        return "optimizer"
+    if tail == "GradScaler":
+        return "scaler"
+    # A scheduler from another library (``get_cosine_schedule_with_warmup``, timm's ``*LR``).
+    if "schedul" in tail.lower() or (not names and tail.endswith("LR")):
+        return "scheduler"
+    return None
+
+
+def _kind_by_name(name: str) -> str | None:
+    lowered = name.lower()
+    if "sched" in lowered:
+        return "scheduler"
+    if "scaler" in lowered:
+        return "scaler"
+    if "optim" in lowered or lowered == "opt" or lowered.startswith("opt_"):
+        return "optimizer"
+    if lowered.endswith("_opt"):
+        return "optimizer"
+    return None
+
+
+def _annotation_kind(name: str, ctx: Context) -> str | None:
+    for param in ctx.nodes(cst.Param):
+        if param.name.value == name and param.annotation is not None:  # type: ignore[attr-defined]
+            kind = class_kind(param.annotation.annotation, ctx)  # type: ignore[attr-defined]
+            if kind is not None:
+                return kind
+    return None
+
+
+@per_node
+def receiver_kind(expr: cst.BaseExpression, ctx: Context) -> str | None:
+    """Is this object an ``optimizer``, a ``scheduler`` or a (GradScaler) ``scaler``?
+
+    What it was constructed from decides first (``torch.optim.X``, ``lr_scheduler.X``),
+    then a parameter annotation, then its name (``sched`` before ``opt``, so
+    ``optim_scheduler`` is a scheduler).
+    """
+    while isinstance(expr, cst.Subscript):  # self.optimizers[0]
+        expr = expr.value
+    dotted = dotted_name(expr)
+    if dotted is None:
+        return None
+    for value in assigned_values(ctx, dotted):
+        if isinstance(value, cst.Call):
+            kind = constructor_kind(value, ctx)
+            if kind is not None:
+                return kind
+    if "." not in dotted:
+        kind = _annotation_kind(dotted, ctx)
+        if kind is not None:
+            return kind
+    return _kind_by_name(dotted.rsplit(".", 1)[-1])
+
+
+def is_optimizer_step(statement: cst.CSTNode, ctx: Context) -> bool:
+    """``optimizer.step()`` / ``self.opt.step(closure)`` / ``scaler.step(optimizer)``."""
+    call = expression_call(statement)
+    if call is None or method_name(call) != "step":
+        return False
+    kind = receiver_kind(receiver(call), ctx)
+    if kind == "optimizer":
+        return True
+    if kind == "scaler":
+        first = find_arg(call, position=0)
+        return first is not None and receiver_kind(first.value, ctx) == "optimizer"
+    return False
+
+
+def is_scheduler_step(statement: cst.CSTNode, ctx: Context) -> bool:
+    """``scheduler.step()`` (or ``scheduler.step(val_loss)``) of an LR scheduler."""
+    stepped = method_statement_receiver(statement, "step")
+    return stepped is not None and receiver_kind(stepped, ctx) == "scheduler"

@@ -1,0 +1,270 @@
+"""Where a node is (function, loops, neighbours) and what a name holds (assignments, arguments)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.semantics.cache import per_module, per_node
+from mutator.semantics.syntax import dotted_name, find_arg, method_name
+
+# -- where a node is --------------------------------------------------------------------------
+
+
+def start_of(node: cst.CSTNode, ctx: Context) -> tuple[int, int]:
+    where = ctx.position(node).start
+    return (where.line, where.column)
+
+
+def starts_before(first: cst.CSTNode, second: cst.CSTNode, ctx: Context) -> bool:
+    return start_of(first, ctx) < start_of(second, ctx)
+
+
+@per_node
+def enclosing_function(node: cst.CSTNode, ctx: Context) -> cst.FunctionDef | None:
+    """``ctx.enclosing_function``, remembered: operators ask it of the same nodes often."""
+    return ctx.enclosing_function(node)
+
+
+def same_scope(first: cst.CSTNode, second: cst.CSTNode, ctx: Context) -> bool:
+    """Are both nodes in the same function (or both at module level)?"""
+    return enclosing_function(first, ctx) is enclosing_function(second, ctx)
+
+
+def nodes_in_scope_of(node: cst.CSTNode, ctx: Context, kind: type[cst.CSTNode]) -> list:
+    """Nodes of ``kind`` in the function holding ``node`` (or at module level), not in
+    functions nested inside it."""
+    function = enclosing_function(node, ctx)
+    candidates = ctx.nodes(kind) if function is None else ctx.nodes_within(function, kind)
+    return [n for n in candidates if enclosing_function(n, ctx) is function]
+
+
+def inside_nested_scope(node: cst.CSTNode, statement: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``node`` inside a comprehension or lambda within ``statement``?"""
+    nested = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda)
+    for ancestor in ctx.ancestors(node):
+        if ancestor is statement:
+            return False
+        if isinstance(ancestor, nested):
+            return True
+    return False
+
+
+def loops_around(node: cst.CSTNode, ctx: Context) -> list[cst.CSTNode]:
+    return [a for a in ctx.ancestors(node) if isinstance(a, (cst.For, cst.While))]
+
+
+def is_parameter(function: cst.FunctionDef, name: str) -> bool:
+    """Does ``function`` take a parameter called ``name`` (positional or keyword-only)?"""
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return any(param.name.value == name for param in every)
+
+
+def fresh_name(ctx: Context, near: cst.CSTNode, candidates: Iterable[str]) -> str | None:
+    """The first candidate that no name in the enclosing function (or module) uses yet."""
+    scope = ctx.enclosing_function(near) or ctx.module
+    used = {name.value for name in ctx.nodes_within(scope, cst.Name)}
+    return next((name for name in candidates if name not in used), None)
+
+
+def identifiers_in(expr: cst.CSTNode, ctx: Context) -> set[str]:
+    """Every bare identifier inside ``expr`` (attribute names included)."""
+    return {name.value for name in ctx.nodes_within(expr, cst.Name)}  # type: ignore[attr-defined]
+
+
+def dotted_names_in(expr: cst.CSTNode, ctx: Context) -> set[str]:
+    """Identifiers and dotted names (``self.hidden``) inside ``expr``."""
+    found = identifiers_in(expr, ctx)
+    for attribute in ctx.nodes_within(expr, cst.Attribute):
+        dotted = dotted_name(attribute)  # type: ignore[arg-type]
+        if dotted is not None:
+            found.add(dotted)
+    return found
+
+
+def variables_read(expr: cst.CSTNode, ctx: Context) -> list[str]:
+    """Variable names ``expr`` reads, in order (the ``b`` of ``a.b`` is no variable)."""
+    names = []
+    for name in ctx.nodes_within(expr, cst.Name):
+        parent = ctx.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            continue
+        names.append(name.value)  # type: ignore[attr-defined]
+    return names
+
+
+def mentions(root: cst.CSTNode, name: str, ctx: Context) -> bool:
+    """Does ``root`` use the (dotted) ``name``?"""
+    kind = cst.Attribute if "." in name else cst.Name
+    return any(dotted_name(node) == name for node in ctx.nodes_within(root, kind))  # type: ignore[arg-type]
+
+
+# -- what a name holds ------------------------------------------------------------------------
+
+
+def bound_names(target: cst.BaseExpression) -> Iterator[str]:
+    """Dotted names bound by an assignment target (``a``, ``self.a``, ``a, (b, *c)``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from bound_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from bound_names(target.value)
+    else:
+        name = dotted_name(target)
+        if name is not None:
+            yield name
+
+
+def values_bound_by(assign: cst.Assign, name: str) -> list[cst.BaseExpression]:
+    """What ``assign`` binds to the plain name ``name``, also through tuple unpacking
+    (``x, y = a, b`` binds ``b`` to ``y``)."""
+    values = []
+    for target in assign.targets:
+        bound = target.target
+        if isinstance(bound, cst.Name) and bound.value == name:
+            values.append(assign.value)
+        elif isinstance(bound, (cst.Tuple, cst.List)) and isinstance(assign.value, cst.Tuple):
+            for element, value in zip(bound.elements, assign.value.elements):
+                if isinstance(element.value, cst.Name) and element.value.value == name:
+                    values.append(value.value)
+    return values
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One value bound to a dotted name by ``=`` or an annotated assignment."""
+
+    value: cst.BaseExpression
+    node: cst.Assign | cst.AnnAssign
+    annotated: bool
+
+
+@per_module
+def _assignments_by_name(ctx: Context) -> dict[str, list[Assignment]]:
+    found: dict[str, list[Assignment]] = {}
+    for node in ctx.nodes(cst.Assign):
+        seen = set()
+        for target in node.targets:  # type: ignore[attr-defined]
+            name = dotted_name(target.target)
+            if name is not None and name not in seen:
+                seen.add(name)
+                found.setdefault(name, []).append(Assignment(node.value, node, False))  # type: ignore[arg-type]
+    for node in ctx.nodes(cst.AnnAssign):
+        name = dotted_name(node.target)  # type: ignore[attr-defined]
+        if name is not None and node.value is not None:  # type: ignore[attr-defined]
+            found.setdefault(name, []).append(Assignment(node.value, node, True))  # type: ignore[arg-type]
+    return found
+
+
+def assignments(ctx: Context, name: str) -> list[Assignment]:
+    """Every ``name = ...`` / ``name: T = ...`` in the module (``name`` may be dotted)."""
+    return _assignments_by_name(ctx).get(name, [])
+
+
+def assigned_values(ctx: Context, name: str) -> list[cst.BaseExpression]:
+    """Values ever assigned to ``name`` (``opt``, ``self.optimizer``) in the module."""
+    return [assignment.value for assignment in assignments(ctx, name)]
+
+
+@per_module
+def _unpacked_values_by_name(ctx: Context) -> dict[str, list[cst.BaseExpression]]:
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for assign in ctx.nodes(cst.Assign):
+        value = assign.value  # type: ignore[attr-defined]
+        for target in assign.targets:  # type: ignore[attr-defined]
+            bound = target.target
+            if isinstance(bound, cst.Name):
+                found.setdefault(bound.value, []).append(value)
+            elif isinstance(bound, (cst.Tuple, cst.List)) and isinstance(value, cst.Tuple):
+                for element, part in zip(bound.elements, value.elements):
+                    if isinstance(element.value, cst.Name):
+                        found.setdefault(element.value.value, []).append(part.value)
+    return found
+
+
+def unpacked_values(ctx: Context, name: str) -> list[cst.BaseExpression]:
+    """Values ``=`` binds to the plain name ``name`` anywhere, tuple unpacking included."""
+    return _unpacked_values_by_name(ctx).get(name, [])
+
+
+def _binding_key(expr: cst.BaseExpression) -> str | None:
+    """Names whose values ``values_of`` follows: plain names and ``self.<attr>``."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self"
+    ):
+        return f"self.{expr.attr.value}"
+    return None
+
+
+def _positional_index(function: cst.FunctionDef, name: str) -> int | None:
+    positional = [*function.params.posonly_params, *function.params.params]
+    return next((i for i, param in enumerate(positional) if param.name.value == name), None)
+
+
+def argument_values(
+    function: cst.FunctionDef, name: str, ctx: Context
+) -> list[tuple[cst.BaseExpression, cst.CSTNode]]:
+    """(value, call) for what callers in this module pass for parameter ``name``."""
+    if not is_parameter(function, name):
+        return []
+    index = _positional_index(function, name)
+    owner = ctx.parent(ctx.parent(function))  # FunctionDef -> IndentedBlock -> ClassDef
+    is_method = isinstance(owner, cst.ClassDef)
+    if is_method and index is not None:
+        index -= 1  # ``self`` is bound, callers do not pass it
+    found = []
+    for call in ctx.nodes(cst.Call):
+        if is_method and function.name.value == "__init__":
+            calls_it = isinstance(call.func, cst.Name) and call.func.value == owner.name.value  # type: ignore[union-attr, attr-defined]
+        elif is_method:
+            calls_it = method_name(call) == function.name.value  # type: ignore[arg-type]
+        else:
+            calls_it = isinstance(call.func, cst.Name) and call.func.value == function.name.value  # type: ignore[attr-defined]
+        if not calls_it:
+            continue
+        arg = find_arg(call, keyword=name, position=index)  # type: ignore[arg-type]
+        if arg is not None:
+            found.append((arg.value, call))
+    return found
+
+
+def values_of(
+    expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode, depth: int = 0
+) -> list[cst.BaseExpression]:
+    """What a name or ``self.<attr>`` may hold at ``at``: the values assigned to it, followed
+    through function parameters and plain renames (``self.criterion = criterion``)."""
+    key = _binding_key(expr)
+    if key is None or depth > 4:
+        return []
+    candidates = [(a.value, a.node) for a in assignments(ctx, key)]
+    if key.startswith("self."):
+        here_class = ctx.enclosing(at, cst.ClassDef)
+        same_class = [(v, n) for v, n in candidates if _enclosing_class(n, ctx) is here_class]
+        candidates = same_class or candidates
+    else:
+        function = enclosing_function(at, ctx)
+        local = [(v, n) for v, n in candidates if enclosing_function(n, ctx) is function]
+        if local:
+            candidates = local
+        elif function is not None and is_parameter(function, key):
+            candidates = argument_values(function, key, ctx) or candidates
+    values = []
+    for value, node in candidates:
+        if _binding_key(value) is not None:
+            values.extend(values_of(value, ctx, node, depth + 1))
+        else:
+            values.append(value)
+    return values
+
+
+@per_node
+def _enclosing_class(node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
+    return ctx.enclosing(node, cst.ClassDef)
