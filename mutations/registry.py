@@ -1,4 +1,8 @@
-"""Finds every operator class: this package's category modules plus entry points.
+"""Finds every operator class: every module under the ``mutations`` package, plus entry points.
+
+Operators live in ``mutations/<category>/`` packages, one module per operator or close
+family; the registry imports every module it finds walking the package, so an operator
+moved or added anywhere under it is registered, and two operators with one name fail loudly.
 
 Third-party packages add operators through the ``trainwreck.operators`` entry-point
 group (each entry point names a module; importing it defines Operator subclasses).
@@ -8,13 +12,24 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import pkgutil
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
 from mutator.operator import CATEGORIES, Operator
 
-_MODULES = tuple(f"mutations.{category}" for category in CATEGORIES)
+PACKAGE = "mutations"
+
+
+def operator_modules() -> list[str]:
+    """Every module under the ``mutations`` package (imported, so its classes exist)."""
+    package = importlib.import_module(PACKAGE)
+    found = []
+    for info in pkgutil.walk_packages(package.__path__, f"{PACKAGE}."):
+        importlib.import_module(info.name)
+        found.append(info.name)
+    return found
 
 
 def _subclasses(base: type) -> list[type]:
@@ -28,9 +43,7 @@ def _subclasses(base: type) -> list[type]:
 @cache
 def operator_classes() -> dict[str, type[Operator]]:
     """name -> class, for every registered operator, in category order then name."""
-    modules = set(_MODULES)
-    for module in _MODULES:
-        importlib.import_module(module)
+    modules = set(operator_modules())
     for entry in entry_points(group="trainwreck.operators"):
         modules.add(entry.load().__name__)
     by_name: dict[str, type[Operator]] = {}
@@ -39,7 +52,10 @@ def operator_classes() -> dict[str, type[Operator]]:
         if not cls.name or cls.__module__ not in modules:
             continue
         if cls.name in by_name and by_name[cls.name] is not cls:
-            raise TypeError(f"operator name {cls.name!r} is defined twice")
+            raise TypeError(
+                f"operator name {cls.name!r} is defined twice: in {by_name[cls.name].__module__} "
+                f"and {cls.__module__}"
+            )
         by_name[cls.name] = cls
     order = {category: index for index, category in enumerate(CATEGORIES)}
     return dict(sorted(by_name.items(), key=lambda kv: (order[kv[1].category], kv[0])))

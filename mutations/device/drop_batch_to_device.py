@@ -1,73 +1,19 @@
-"""Device bugs: a batch's inputs, its targets or the model left on the CPU.
-
-On a CPU run every mutant here behaves like the original; on a GPU run the first forward
-(or the loss) raises a device-mismatch error. The catalog shows both, per device.
-"""
+"""The ``drop_batch_to_device`` operators (DropInputToDevice, DropTargetToDevice)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from mutations.device._shared import is_device_move
 from mutator.context import Context
 from mutator.operator import Example, Operator
 from mutator.semantics import (
     LABEL_WORDS,
-    bound_names,
     dotted_name,
     identifier_words,
-    is_model,
-    method_name,
-    positional_args,
     receiver,
     without_tuple_element,
 )
-
-_DTYPES = frozenset(
-    {
-        "float",
-        "float16",
-        "float32",
-        "float64",
-        "half",
-        "double",
-        "bfloat16",
-        "long",
-        "int",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "short",
-        "bool",
-        "uint8",
-        "complex64",
-        "cfloat",
-    }
-)
-_DEVICE_KEYWORDS = frozenset({"device", "non_blocking", "copy", "memory_format"})
-
-
-def _is_device_move(expr: cst.BaseExpression, ctx: Context) -> bool:
-    """``t.to(device)``, ``t.to(device=d, non_blocking=True)``, ``t.cuda()``; not a dtype cast."""
-    if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
-        return False
-    method = method_name(expr)
-    if method == "cuda":
-        return True
-    if method != "to" or not expr.args:
-        return False
-    positional = positional_args(expr)
-    keywords = {arg.keyword.value for arg in expr.args if arg.keyword is not None}
-    if any(arg.star for arg in expr.args) or len(positional) > 1 or keywords - _DEVICE_KEYWORDS:
-        return False
-    if positional:
-        target = dotted_name(positional[0].value)
-        # x.to(torch.float32) is a cast, not a move
-        return target is None or target.rsplit(".", 1)[-1] not in _DTYPES
-    return "device" in keywords
-
-
-# -- is a variable a batch's input or its target? ----------------------------------------------
 
 _INPUT_WORDS = frozenset(
     {"x", "xb", "xs", "input", "inputs", "image", "images", "img", "imgs", "data", "feature"}
@@ -115,9 +61,6 @@ def _role(expr: cst.BaseExpression, ctx: Context) -> str | None:
     return _role_by_name(name) or _role_by_loop(name, ctx)
 
 
-# -- the batch operators -------------------------------------------------------------------
-
-
 def _element_roles(assign: cst.Assign, ctx: Context) -> list[tuple[int, str | None]]:
     """For ``a, b = a.to(d), b.to(d)``: (index, role) of each element moved to a device."""
     target, value = assign.targets[0].target, assign.value
@@ -129,7 +72,7 @@ def _element_roles(assign: cst.Assign, ctx: Context) -> list[tuple[int, str | No
         pairs = [(target, value)]
     roles = []
     for index, (bound, moved) in enumerate(pairs):
-        if _is_device_move(moved, ctx):
+        if is_device_move(moved, ctx):
             roles.append((index, _role(bound, ctx) or _role(receiver(moved), ctx)))
     return roles
 
@@ -157,7 +100,7 @@ class _DropBatchToDevice(Operator):
             return self._assign_index(node, ctx) is not None
         assert isinstance(node, cst.Call)
         return (
-            _is_device_move(node, ctx)
+            is_device_move(node, ctx)
             and not self._is_assigned(node, ctx)
             and _role(receiver(node), ctx) == self.role
         )
@@ -269,79 +212,3 @@ class DropTargetToDevice(_DropBatchToDevice):
         "labels = labels.to(torch.long)\n",
         "y = y.to(device=device, dtype=torch.float32)\n",
     )
-
-
-class DropModelToDevice(Operator):
-    """Leave the model on the CPU: ``model = Net().to(device)`` -> ``model = Net()``, and
-    ``model.to(device)`` / ``model = model.to(device)`` deleted.
-
-    Bug: the batches are moved to the accelerator but the parameters are not. Impact: on a
-    GPU the first forward raises a device-mismatch error; on a CPU-only run nothing
-    changes. Losses such as ``nn.CrossEntropyLoss(weight=w).to(device)`` are not sites.
-    Fix: ``model.to(device)`` right after building it, before creating the optimizer.
-    Check: a GPU run; assert ``next(model.parameters()).device == x.device`` in the step.
-    """
-
-    name = "drop_model_to_device"
-    category = "device"
-    summary = "Do not move the model to the device (crash on GPU, no effect on CPU)."
-    expected = "silent"
-    node_types = (cst.Assign, cst.Expr)
-    examples = (
-        Example(
-            before=(
-                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
-                "net = Net().to(device)\nopt = make_opt(net)\n"
-            ),
-            after=(
-                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
-                "net = Net()\nopt = make_opt(net)\n"
-            ),
-        ),
-        Example(
-            before="def main(model, device):\n    model.cuda()\n    fit(model)\n",
-            after="def main(model, device):\n    fit(model)\n",
-        ),
-        Example(
-            before=(
-                "class T:\n    def __init__(self, model, device):\n"
-                "        self.model = model.to(device)\n"
-            ),
-            after="class T:\n    def __init__(self, model, device):\n        self.model = model\n",
-        ),
-        Example(
-            before="model = build_model(cfg)\nmodel = model.to(args.device)\n",
-            after="model = build_model(cfg)\n",
-        ),
-    )
-    non_examples = (
-        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(weight=w).to(device)\n",
-        "x = x.to(device)\n",
-        "trainer.to(device)\n",
-        "model = model.to(torch.float16)\n",
-    )
-
-    def _move(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:
-        if isinstance(node, cst.Assign):
-            if len(node.targets) != 1 or len(list(bound_names(node.targets[0].target))) != 1:
-                return None
-        elif not isinstance(node, cst.Expr):
-            return None
-        value = node.value
-        if not isinstance(value, cst.Call) or not _is_device_move(value, ctx):
-            return None
-        return value if is_model(receiver(value), ctx) else None
-
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._move(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
-        move = self._move(node, ctx)
-        assert move is not None
-        unmoved = receiver(move)
-        if isinstance(node, cst.Expr):
-            return cst.RemoveFromParent()
-        assert isinstance(node, cst.Assign)
-        if dotted_name(node.targets[0].target) == dotted_name(unmoved):
-            return cst.RemoveFromParent()
-        return node.with_changes(value=unmoved)

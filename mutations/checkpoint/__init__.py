@@ -1,0 +1,1 @@
+"""Checkpoint bugs: state that is not restored on resume, or not really saved."""

@@ -1,0 +1,111 @@
+"""The ``drop_input_normalization`` operator (DropInputNormalization)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    resolve,
+    without_list_element,
+)
+
+_NORMALIZE_TRANSFORM = (
+    "torchvision.transforms.Normalize",
+    "torchvision.transforms.v2.Normalize",
+    "torchvision.transforms.transforms.Normalize",
+)
+
+
+class DropInputNormalization(Operator):
+    """Remove the normalization of the inputs, leaving them at raw scale.
+
+    Bug: the standardization ``x = (x - mean) / std`` (every occurrence using the same
+    statistics, train and validation alike), a pixel scaling ``x / 255`` or a
+    ``transforms.Normalize`` is deleted. Impact: features on large or uneven scales
+    make the loss surface ill-conditioned: a larger initial loss, slower and noisier
+    convergence, sometimes divergence at a learning rate tuned for normalized inputs.
+    How much depends on the raw scale: features spanning 0.001..1000 hurt badly, while
+    BatchNorm after the first layer or pixels in 0..16 with Adam absorb it.
+    Fix: standardize inputs with training-set statistics. Check: print input
+    statistics of the first batch (mean far from 0, std far from 1); an init-loss
+    check and the loss curve against the reference.
+    """
+
+    name = "drop_input_normalization"
+    category = "data"
+    summary = "Delete the input standardization/scaling: the model sees raw-scale inputs."
+    expected = "degrades"
+    node_types = (cst.BinaryOperation, cst.Call)
+    examples = (
+        Example(
+            before=(
+                "mean, std = X_train.mean(0), X_train.std(0) + 1e-8\n"
+                "X_train = (X_train - mean) / std\n"
+                "X_val = (X_val - mean) / std\n"
+                "ds = TensorDataset(X_train, y_train)\n"
+            ),
+            after=(
+                "mean, std = X_train.mean(0), X_train.std(0) + 1e-8\n"
+                "ds = TensorDataset(X_train, y_train)\n"
+            ),
+        ),
+        Example(
+            before="import torch\nX = torch.tensor(data.data, dtype=torch.float32) / 16.0\n",
+            after="import torch\nX = torch.tensor(data.data, dtype=torch.float32)\n",
+        ),
+        Example(
+            before="def step(x):\n    return model((x.float() / 255 - mu) / sigma)\n",
+            after="def step(x):\n    return model(x.float() / 255)\n",
+        ),
+        Example(
+            before=(
+                "from torchvision import transforms\n"
+                "tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))])\n"
+            ),
+            after=(
+                "from torchvision import transforms\ntf = transforms.Compose([transforms.ToTensor()])\n"
+            ),
+        ),
+    )
+    non_examples = (
+        "y_train = (y_train - y_mean) / y_std\n",  # regression targets, not inputs
+        "change = (loss - prev_loss) / prev_loss\n",
+        "lr = base_lr / 10\n",
+        "progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))\n",
+        "avg = total / 16\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if isinstance(node, cst.Call):
+            return self._transform_list(node, ctx) is not None
+        group = normalization_group(node, ctx)
+        # One site per set of statistics: dropping only some would be a train/val mismatch.
+        return bool(group) and group[0] is node and self._outermost(node, ctx)
+
+    def _outermost(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return not any(
+            normalized_operand(a, ctx) is not None
+            for a in ctx.ancestors(node)
+            if isinstance(a, cst.BinaryOperation)
+        )
+
+    def _transform_list(self, node: cst.Call, ctx: Context) -> cst.List | None:
+        element = ctx.parent(node)
+        holder = ctx.parent(element) if element is not None else None
+        if (
+            resolve(node, ctx, strict=False).matches(_NORMALIZE_TRANSFORM)
+            and isinstance(element, cst.Element)
+            and isinstance(holder, cst.List)
+        ):
+            return holder
+        return None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        if isinstance(node, cst.Call):
+            holder = self._transform_list(node, ctx)
+            return {holder: without_list_element(holder, node)}
+        group = [m for m in normalization_group(node, ctx) if self._outermost(m, ctx)]
+        return drop_normalizations(group, ctx)

@@ -1,0 +1,110 @@
+"""The ``label_noise`` operator (LabelNoise)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.data._shared import rewritable_labels, training_labels
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    code_of,
+    has_class_index_loss,
+    module_alias,
+    parse_expr,
+    unpacked_values,
+    variables_read,
+    with_arg_value,
+)
+
+_INT_HINTS = ("torch.long", "torch.int", ".long()", "LongTensor", "randint", "argmax", "int64")
+
+
+_FLOAT_HINTS = ("torch.float", ".float()", "float32", "float64", "FloatTensor", "torch.double")
+
+
+def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
+    """ "int" or "float" from the dtype evidence nearest to ``labels`` along its definitions."""
+    level, seen = [labels], set()
+    for _ in range(4):
+        texts = [code_of(expr) for expr in level]
+        if any(hint in text for text in texts for hint in _FLOAT_HINTS):
+            return "float"
+        if any(hint in text for text in texts for hint in _INT_HINTS):
+            return "int"
+        following = []
+        for expr in level:
+            for name in variables_read(expr, ctx):
+                if name not in seen:
+                    seen.add(name)
+                    following.extend(unpacked_values(ctx, name))
+        level = following
+    # No dtype on the way: a classification loss says the labels are class indices.
+    return "int" if has_class_index_loss(ctx) else None
+
+
+class LabelNoise(Operator):
+    """Replace a fraction ``p`` of the training labels by random classes.
+
+    Bug: a fraction of the class labels is wrong (annotation noise, a buggy label
+    mapping or augmentation that changes the class). Impact: the model fits the noise
+    late in training; training loss plateaus well above zero, validation accuracy
+    drops and the train/val gap widens with more epochs (Zhang et al. 2017 show
+    networks memorize random labels). Fix: audit the label pipeline; use label
+    cleaning or a noise-robust loss when noise is inherent. Check: inspect the
+    highest-loss training samples, and compare train/val curves (train accuracy
+    stalls near 1 - p).
+    """
+
+    name = "label_noise"
+    category = "data"
+    summary = "Replace a fraction p of the training labels by random classes."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {"p": Param(0.3, "fraction of training labels replaced by a random class")}
+    variants = ({"p": 0.8},)
+    examples = (
+        Example(
+            before=(
+                "import torch\ny = torch.tensor(target, dtype=torch.long)\n"
+                "train_ds = TensorDataset(X, y)\n"
+            ),
+            after=(
+                "import torch\ny = torch.tensor(target, dtype=torch.long)\n"
+                "train_ds = TensorDataset(X, torch.where(torch.rand(y.shape) < 0.3, "
+                "torch.randint_like(y, int(y.max()) + 1), y))\n"
+            ),
+        ),
+        Example(
+            before="import torch as T\nloss_fn = T.nn.CrossEntropyLoss()\nds = TensorDataset(X, labels)\n",
+            after=(
+                "import torch as T\nloss_fn = T.nn.CrossEntropyLoss()\n"
+                "ds = TensorDataset(X, T.where(T.rand(labels.shape) < 0.1, "
+                "T.randint_like(labels, int(labels.max()) + 1), labels))\n"
+            ),
+            params={"p": 0.1},
+        ),
+    )
+    non_examples = (
+        # Regression targets are not classes.
+        "import torch\ny = torch.tensor(target, dtype=torch.float32)\nds = TensorDataset(X, y)\n",
+        "import torch\nval_ds = TensorDataset(X_val, y_val)\nloss = F.cross_entropy(a, b)\n",
+        # Nothing says the labels are classes.
+        "import torch\nds = TensorDataset(X, y)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        labels = rewritable_labels(node, ctx)
+        return labels is not None and _label_kind(labels.value, ctx) == "int"
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        labels = training_labels(node, ctx)
+        torch = module_alias(ctx, "torch")
+        y = code_of(labels.value)
+        base = labels.value.value if isinstance(labels.value, cst.Subscript) else labels.value
+        num_classes = f"int({code_of(base)}.max()) + 1"
+        noisy = parse_expr(
+            f"{torch}.where({torch}.rand({y}.shape) < {self.params['p']!r}, "
+            f"{torch}.randint_like({y}, {num_classes}), {y})"
+        )
+        return with_arg_value(node, labels, noisy)

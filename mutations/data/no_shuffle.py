@@ -1,0 +1,80 @@
+"""The ``no_shuffle`` operator (NoShuffle)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    closed_args,
+    is_data_loader,
+    is_training_loader,
+    resolve,
+    shuffle_true,
+    with_arg_value,
+)
+
+
+class NoShuffle(Operator):
+    """Turn off shuffling of the training data.
+
+    Bug: the training ``DataLoader`` gets ``shuffle=False`` (or a per-epoch
+    ``randperm`` becomes ``arange``), so every epoch sees the same batches in the same
+    order. Impact: with data stored sorted by class, each batch is one class and SGD
+    chases it, so the loss oscillates and accuracy suffers badly; with data already
+    randomly permuted (our classifiers split with ``randperm``) the effect is within
+    noise, hence ``silent``, but consecutive language-model chunks read in text order
+    train measurably worse. Fix: ``shuffle=True`` for training loaders. Check: print the labels of
+    the first batches of two epochs (identical), or watch for a loss that repeats a
+    periodic pattern every epoch.
+    """
+
+    name = "no_shuffle"
+    category = "data"
+    summary = "Train without shuffling: shuffle=True -> shuffle=False in the training loader."
+    expected = "silent"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="train_loader = DataLoader(train_ds, batch_size=64, shuffle=True, generator=g)\n",
+            after="train_loader = DataLoader(train_ds, batch_size=64, shuffle=False, generator=g)\n",
+        ),
+        Example(
+            before=(
+                "import torch\nfor epoch in range(3):\n"
+                "    order = torch.randperm(n_train, generator=g)\n"
+            ),
+            after="import torch\nfor epoch in range(3):\n    order = torch.arange(n_train)\n",
+        ),
+    )
+    non_examples = (
+        "val_loader = DataLoader(val_ds, batch_size=256, shuffle=True)\n",
+        "loader = DataLoader(ds, batch_size=64)\n",
+        "import torch\nperm = torch.randperm(n, generator=g)\n",  # the split, not an epoch order
+        # A random mini-batch, not an ordering: arange would train on one batch only.
+        "import torch\nfor step in range(9):\n    idx = torch.randperm(n)[:64]\n",
+    )
+
+    def _epoch_permutation(self, node: cst.Call, ctx: Context) -> bool:
+        if not (
+            isinstance(node.func, cst.Attribute)
+            and resolve(node, ctx, strict=False).matches(("torch.randperm",))
+            and ctx.enclosing(node, (cst.For, cst.While)) is not None
+        ):
+            return False
+        return not isinstance(ctx.parent(node), cst.Subscript)
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if is_data_loader(node, ctx):
+            return shuffle_true(node) is not None and is_training_loader(node, ctx)
+        return isinstance(node, cst.Call) and self._epoch_permutation(node, ctx)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        if is_data_loader(node, ctx):
+            shuffle = shuffle_true(node)
+            return with_arg_value(node, shuffle, cst.Name("False"))
+        args = closed_args(
+            [a for a in node.args if a.keyword is None or a.keyword.value != "generator"]
+        )
+        return node.with_changes(func=node.func.with_changes(attr=cst.Name("arange")), args=args)

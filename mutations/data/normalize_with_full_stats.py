@@ -1,0 +1,133 @@
+"""The ``normalize_with_full_stats`` operator (NormalizeWithFullStats)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.data._shared import normalized_operand
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    method_name,
+    nodes_in_scope_of,
+    split_role,
+    starts_before,
+    values_bound_by,
+    variables_read,
+)
+
+_STAT_METHODS = frozenset({"mean", "std", "var", "min", "max", "amin", "amax"})
+
+
+class NormalizeWithFullStats(Operator):
+    """Compute the normalization statistics on the whole dataset instead of the training split.
+
+    Bug: ``mean``/``std`` come from all samples, validation included, before (or
+    regardless of) the split: a textbook data leak. Impact: validation inputs are
+    normalized with information about themselves, so validation metrics are slightly
+    optimistic; in a small loop the difference is usually within noise, hence
+    ``silent``, and larger with small or shifted validation sets. Fix: fit every
+    preprocessing statistic on the training split only and reuse it for the other
+    splits. Check: read the preprocessing code in split order (a leakage review); a
+    static check that statistics are computed after and from the training split.
+    """
+
+    name = "normalize_with_full_stats"
+    category = "data"
+    summary = "Standardize with statistics of the full dataset (validation leaks into them)."
+    expected = "silent"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before=(
+                "X_train, y_train = X[train_idx], y[train_idx]\n"
+                "mean, std = X_train.mean(0), X_train.std(0) + 1e-8\n"
+                "X_train = (X_train - mean) / std\n"
+            ),
+            after=(
+                "X_train, y_train = X[train_idx], y[train_idx]\n"
+                "mean, std = X.mean(0), X.std(0) + 1e-8\n"
+                "X_train = (X_train - mean) / std\n"
+            ),
+        ),
+        Example(
+            before=(
+                "def prepare(X):\n    Xtr = X[:800]\n"
+                "    Xtr = (Xtr - Xtr.mean(0)) / Xtr.std(0)\n    return Xtr\n"
+            ),
+            after=(
+                "def prepare(X):\n    Xtr = X[:800]\n"
+                "    Xtr = (Xtr - X.mean(0)) / X.std(0)\n    return Xtr\n"
+            ),
+        ),
+    )
+    non_examples = (
+        # Statistics of the full data already.
+        "mean, std = X.mean(0), X.std(0)\nX = (X - mean) / std\n",
+        # A mean that is not a normalization statistic.
+        "X_train = X[train_idx]\ncenter = X_train.mean(0)\nprint(center)\n",
+        "X_val = X[val_idx]\nmean = X_val.mean(0)\nX_val = (X_val - mean) / 2.0\n",
+    )
+
+    def _full_data(self, call: cst.CSTNode, ctx: Context) -> str | None:
+        """For ``part.mean()`` where ``part = full[idx]`` was assigned earlier: ``full``."""
+        if not (isinstance(call, cst.Call) and method_name(call) in _STAT_METHODS):
+            return None
+        receiver = call.func.value
+        if not isinstance(receiver, cst.Name) or split_role(receiver.value) == "eval":
+            return None
+        source = None
+        for assign in nodes_in_scope_of(call, ctx, cst.Assign):
+            if not starts_before(assign, call, ctx) or ctx.within(assign, call):
+                continue
+            for value in values_bound_by(assign, receiver.value):
+                if (
+                    isinstance(value, cst.Subscript)
+                    and isinstance(value.value, cst.Name)
+                    and value.value.value != receiver.value
+                ):
+                    source = value.value.value
+                elif not (isinstance(value, cst.BinaryOperation)):
+                    source = None  # rebound to something else: not a split any more
+        return source
+
+    def _feeds_standardization(self, call: cst.Call, ctx: Context) -> bool:
+        stat_names = set()
+        for node in ctx.nodes(cst.BinaryOperation):
+            found = normalized_operand(node, ctx)
+            if found is None or "|" not in found[1]:
+                continue
+            if ctx.within(node.left.right, call) or ctx.within(node.right, call):
+                return True
+            stat_names |= set(variables_read(node.left.right, ctx)) | set(
+                variables_read(node.right, ctx)
+            )
+        statement = ctx.statement_of(call)
+        assigns = [s for s in getattr(statement, "body", ()) if isinstance(s, cst.Assign)]
+        targets = {
+            name
+            for assign in assigns
+            for target in assign.targets
+            for name in variables_read(target.target, ctx)
+        }
+        return bool(targets) and targets <= stat_names
+
+    def _sites_in_statement(self, call: cst.CSTNode, ctx: Context) -> list[cst.Call]:
+        statement = ctx.statement_of(call)
+        return [
+            c
+            for c in ctx.nodes_within(statement, cst.Call)
+            if self._full_data(c, ctx) is not None and self._feeds_standardization(c, ctx)
+        ]
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if self._full_data(node, ctx) is None or not self._feeds_standardization(node, ctx):
+            return False
+        # One site per statement: ``mean`` and ``std`` move to the full data together.
+        return self._sites_in_statement(node, ctx)[0] is node
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        return {
+            call.func.value: cst.Name(self._full_data(call, ctx))
+            for call in self._sites_in_statement(node, ctx)
+        }

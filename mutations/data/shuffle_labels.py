@@ -1,0 +1,95 @@
+"""The ``shuffle_labels`` operator (ShuffleLabels)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.data._shared import rewritable_labels, training_labels
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    code_of,
+    module_alias,
+    parse_expr,
+    with_arg_value,
+)
+
+
+class ShuffleLabels(Operator):
+    """Permute the training labels independently of the inputs.
+
+    Bug: labels are shuffled on their own (a permutation applied to ``y`` but not to
+    ``X``, typically when someone shuffles arrays one at a time). Impact: the
+    input-label relation is destroyed while the label distribution looks perfect; the
+    model memorizes at best, validation accuracy sits at chance and the training loss
+    stays near ln C for a long time. Fix: draw one permutation and index inputs and
+    labels with it together. Check: compare validation accuracy against chance, or
+    overfit one batch and test a second batch; also spot-check (input, label) pairs.
+    """
+
+    name = "shuffle_labels"
+    category = "data"
+    summary = "Shuffle the training labels separately from their inputs."
+    expected = "breaks_training"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch\ntrain_ds = TensorDataset(X_train, y_train)\n",
+            after=(
+                "import torch\n"
+                "train_ds = TensorDataset(X_train, y_train[torch.randperm(len(y_train))])\n"
+            ),
+        ),
+        Example(
+            before="import torch\nds = TensorDataset(X[train_idx], y[train_idx])\n",
+            after=(
+                "import torch\n"
+                "ds = TensorDataset(X[train_idx], y[train_idx[torch.randperm(len(train_idx))]])\n"
+            ),
+        ),
+        Example(
+            before=(
+                "import torch\nclass Pairs(Dataset):\n"
+                "    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n"
+                "    def __getitem__(self, idx):\n        return self.x[idx], self.y[idx]\n"
+                "train_ds = Pairs(X_train, y_train)\nval_ds = Pairs(X_val, y_val)\n"
+            ),
+            after=(
+                "import torch\nclass Pairs(Dataset):\n"
+                "    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n"
+                "    def __getitem__(self, idx):\n        return self.x[idx], self.y[idx]\n"
+                "train_ds = Pairs(X_train, y_train[torch.randperm(len(y_train))])\n"
+                "val_ds = Pairs(X_val, y_val)\n"
+            ),
+        ),
+    )
+    non_examples = (
+        "train_ds = TensorDataset(X_train, y_train)\n",  # no torch to draw a permutation with
+        # A dataset class whose constructor does not take the labels.
+        "import torch\nclass Chars(Dataset):\n"
+        "    def __init__(self, text, block):\n        self.text, self.block = text, block\n"
+        "    def __getitem__(self, i):\n        return self.text[i], self.text[i + 1]\n"
+        "ds = Chars(text, 8)\n",
+        "import torch\nval_ds = TensorDataset(X_val, y_val)\n",
+        "import torch\nds = TensorDataset(X, torch.tensor(labels))\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return rewritable_labels(node, ctx) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        labels = training_labels(node, ctx)
+        torch = module_alias(ctx, "torch")
+        value = labels.value
+        indexed = value.slice[0].slice if isinstance(value, cst.Subscript) else None
+        if isinstance(indexed, cst.Index) and len(value.slice) == 1:
+            # ``y[idx]`` -> ``y[idx[perm]]``: the indices are shuffled for the labels only.
+            index = code_of(indexed.value)
+            permuted = f"{index}[{torch}.randperm(len({index}))]"
+            shuffled = value.with_changes(
+                slice=[value.slice[0].with_changes(slice=cst.Index(parse_expr(permuted)))]
+            )
+        else:
+            code = code_of(value)
+            shuffled = parse_expr(f"{code}[{torch}.randperm(len({code}))]")
+        return with_arg_value(node, labels, shuffled)

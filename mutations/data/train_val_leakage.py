@@ -1,0 +1,105 @@
+"""The ``train_val_leakage`` operator (TrainValLeakage)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.data._shared import split_training_side
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    compact_code,
+    find_arg,
+    is_data_loader,
+    is_training_loader,
+    loader_role,
+)
+
+
+def _dataset_arg(loader: cst.Call) -> cst.Arg | None:
+    return find_arg(loader, keyword="dataset", position=0)
+
+
+class TrainValLeakage(Operator):
+    """Let the validation data overlap the training data.
+
+    Bug: the training split takes every sample (``train_idx = perm`` instead of
+    ``perm[:n_train]``), or the validation loader is built from the training dataset
+    (a copy-paste slip). Impact: validation measures memorization: validation loss
+    tracks the training loss and accuracy is inflated, so model selection and early
+    stopping are misled while training itself looks normal (``silent`` to a loss
+    curve). Fix: split once, by index, and assert the index sets are disjoint.
+    Check: assert ``set(train_idx).isdisjoint(val_idx)``; a train/val gap that is
+    suspiciously near zero when comparing train/val curves.
+    """
+
+    name = "train_val_leakage"
+    category = "data"
+    summary = "Validation overlaps training: train on every index, or validate on the train set."
+    expected = "silent"
+    node_types = (cst.Subscript, cst.Call)
+    examples = (
+        Example(
+            before="train_idx, val_idx = perm[:n_train], perm[n_train:]\n",
+            after="train_idx, val_idx = perm, perm[n_train:]\n",
+        ),
+        Example(
+            before=("X_train, y_train, X_val, y_val = X[:400], y[:400], X[400:], y[400:]\n"),
+            after="X_train, y_train, X_val, y_val = X, y, X[400:], y[400:]\n",
+        ),
+        Example(
+            before="val_idx, train_idx = perm[:n_val], perm[n_val:]\n",
+            after="val_idx, train_idx = perm[:n_val], perm\n",
+        ),
+        Example(
+            before="tr, va, te = perm[:n_train], perm[n_train:-n_test], perm[-n_test:]\n",
+            after="tr, va, te = perm, perm[n_train:-n_test], perm[-n_test:]\n",
+        ),
+        Example(
+            before=(
+                "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)\n"
+                "val_loader = DataLoader(val_ds, batch_size=256)\n"
+            ),
+            after=(
+                "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)\n"
+                "val_loader = DataLoader(train_ds, batch_size=256)\n"
+            ),
+        ),
+    )
+    non_examples = (
+        "x, y = chunk[:-1], chunk[1:]\n",
+        "first = items[:3]\n",
+        "train_loader = DataLoader(train_ds, shuffle=True)\nval_loader = DataLoader(train_ds)\n",
+    )
+
+    def _training_loader_dataset(self, ctx: Context) -> cst.Arg | None:
+        for call in ctx.nodes(cst.Call):
+            if is_training_loader(call, ctx):
+                return _dataset_arg(call)  # type: ignore[arg-type]
+        return None
+
+    def _leaky_loader(self, node: cst.CSTNode, ctx: Context) -> tuple[cst.Arg, cst.Arg] | None:
+        if not is_data_loader(node, ctx) or loader_role(node, ctx) != "eval":
+            return None
+        dataset, training = _dataset_arg(node), self._training_loader_dataset(ctx)
+        if dataset is None or training is None:
+            return None
+        if compact_code(dataset.value) == compact_code(training.value):
+            return None
+        return dataset, training
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if isinstance(node, cst.Call):
+            return self._leaky_loader(node, ctx) is not None
+        side = split_training_side(node, ctx)
+        return bool(side) and side[0] is node
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        if isinstance(node, cst.Call):
+            dataset, training = self._leaky_loader(node, ctx)
+            return {dataset.value: training.value.deep_clone()}
+        return {part: _unwrapped_subscript(part) for part in split_training_side(node, ctx)}
+
+
+def _unwrapped_subscript(part: cst.Subscript) -> cst.BaseExpression:
+    return part.value.deep_clone()

@@ -1,0 +1,91 @@
+"""The ``drop_model_to_device`` operator (DropModelToDevice)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.device._shared import is_device_move
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    bound_names,
+    dotted_name,
+    is_model,
+    receiver,
+)
+
+
+class DropModelToDevice(Operator):
+    """Leave the model on the CPU: ``model = Net().to(device)`` -> ``model = Net()``, and
+    ``model.to(device)`` / ``model = model.to(device)`` deleted.
+
+    Bug: the batches are moved to the accelerator but the parameters are not. Impact: on a
+    GPU the first forward raises a device-mismatch error; on a CPU-only run nothing
+    changes. Losses such as ``nn.CrossEntropyLoss(weight=w).to(device)`` are not sites.
+    Fix: ``model.to(device)`` right after building it, before creating the optimizer.
+    Check: a GPU run; assert ``next(model.parameters()).device == x.device`` in the step.
+    """
+
+    name = "drop_model_to_device"
+    category = "device"
+    summary = "Do not move the model to the device (crash on GPU, no effect on CPU)."
+    expected = "silent"
+    node_types = (cst.Assign, cst.Expr)
+    examples = (
+        Example(
+            before=(
+                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
+                "net = Net().to(device)\nopt = make_opt(net)\n"
+            ),
+            after=(
+                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
+                "net = Net()\nopt = make_opt(net)\n"
+            ),
+        ),
+        Example(
+            before="def main(model, device):\n    model.cuda()\n    fit(model)\n",
+            after="def main(model, device):\n    fit(model)\n",
+        ),
+        Example(
+            before=(
+                "class T:\n    def __init__(self, model, device):\n"
+                "        self.model = model.to(device)\n"
+            ),
+            after="class T:\n    def __init__(self, model, device):\n        self.model = model\n",
+        ),
+        Example(
+            before="model = build_model(cfg)\nmodel = model.to(args.device)\n",
+            after="model = build_model(cfg)\n",
+        ),
+    )
+    non_examples = (
+        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(weight=w).to(device)\n",
+        "x = x.to(device)\n",
+        "trainer.to(device)\n",
+        "model = model.to(torch.float16)\n",
+    )
+
+    def _move(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:
+        if isinstance(node, cst.Assign):
+            if len(node.targets) != 1 or len(list(bound_names(node.targets[0].target))) != 1:
+                return None
+        elif not isinstance(node, cst.Expr):
+            return None
+        value = node.value
+        if not isinstance(value, cst.Call) or not is_device_move(value, ctx):
+            return None
+        return value if is_model(receiver(value), ctx) else None
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._move(node, ctx) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
+        move = self._move(node, ctx)
+        assert move is not None
+        unmoved = receiver(move)
+        if isinstance(node, cst.Expr):
+            return cst.RemoveFromParent()
+        assert isinstance(node, cst.Assign)
+        if dotted_name(node.targets[0].target) == dotted_name(unmoved):
+            return cst.RemoveFromParent()
+        return node.with_changes(value=unmoved)

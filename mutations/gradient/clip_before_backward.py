@@ -1,0 +1,64 @@
+"""The ``clip_before_backward`` operator (ClipBeforeBackward)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.gradient._shared import clip_call, nearest_preceding_backward
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import move_before
+
+
+class ClipBeforeBackward(Operator):
+    """Move gradient clipping above ``loss.backward()`` in the same block.
+
+    Bug: the clip runs before this step's gradients exist. Impact: it clips the cleared
+    (``None`` or zero) gradients left by ``zero_grad()``, i.e. nothing, and the fresh
+    gradients reach ``step()`` unclipped: the same as no clipping at all, which is
+    harmless on a tame loop and a loss spike or divergence where clipping mattered (RNNs,
+    high learning rates). The returned norm, if logged, reads zero. Fix: clip after
+    ``backward()`` (and ``scaler.unscale_``) and before ``step()``. Check: log the norm
+    that the clipping call returns (zero every step) next to the gradient norm at
+    ``step()`` (above ``max_norm``).
+    """
+
+    name = "clip_before_backward"
+    category = "gradient"
+    summary = "Move gradient clipping before loss.backward(): it clips stale/empty gradients."
+    expected = "silent"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before=(
+                "optimizer.zero_grad()\nloss.backward()\n"
+                "nn.utils.clip_grad_norm_(model.parameters(), 1.0)\noptimizer.step()\n"
+            ),
+            after=(
+                "optimizer.zero_grad()\nnn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                "loss.backward()\noptimizer.step()\n"
+            ),
+        ),
+        Example(
+            before=(
+                "scaler.scale(loss).backward()\nscaler.unscale_(opt)\n"
+                "norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            ),
+            after=(
+                "norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                "scaler.scale(loss).backward()\nscaler.unscale_(opt)\n"
+            ),
+        ),
+    )
+    non_examples = (
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nloss.backward()\n",
+        "loss.backward()\nif clip:\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return clip_call(node) is not None and nearest_preceding_backward(ctx, node) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        backward = nearest_preceding_backward(ctx, node)
+        assert backward is not None
+        return move_before(node, backward)

@@ -1,0 +1,307 @@
+"""The ``detach_hidden`` operator (DetachHidden)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    callee_name,
+    dotted_name,
+    identifiers_in,
+    is_module_class,
+    method_call,
+    method_name,
+    start_of,
+)
+
+
+class DetachHidden(Operator):
+    """Add ``.detach()`` to an intermediate activation inside a module's ``forward``.
+
+    Bug: ``x = self.fc1(x)`` becomes ``x = self.fc1(x).detach()`` (a leftover from
+    logging, a stop-gradient in the wrong place, a truncated-BPTT idiom misapplied).
+    Impact: the gradient stops at the detached tensor, so every layer before it keeps its
+    initial weights while the layers after it still train: the loss falls, but only as far
+    as a model on frozen random features allows (a worse plateau, lower val accuracy).
+    Sites are assignments in ``forward`` that take a layer's output and feed another
+    layer, so each cut is distinct and the output keeps requiring grad (no crash). Fix: remove the ``.detach()``.
+    Check: a params-changed check per layer after one step (early layers do not move),
+    or per-layer gradient norms (exactly zero before the cut).
+    """
+
+    name = "detach_hidden"
+    category = "gradient"
+    summary = "Detach an intermediate activation in forward(): earlier layers stop learning."
+    expected = "degrades"
+    node_types = (cst.Assign,)
+    examples = (
+        Example(
+            before=(
+                "class Net(nn.Module):\n    def forward(self, x):\n        x = self.fc1(x)\n"
+                "        return self.fc2(x)\n"
+            ),
+            after=(
+                "class Net(nn.Module):\n    def forward(self, x):\n        x = self.fc1(x).detach()\n"
+                "        return self.fc2(x)\n"
+            ),
+        ),
+        Example(
+            before=(
+                "class Block(torch.nn.Module):\n    def forward(self, x):\n"
+                "        h = x + self.attn(x)\n        return self.proj(h)\n"
+            ),
+            after=(
+                "class Block(torch.nn.Module):\n    def forward(self, x):\n"
+                "        h = (x + self.attn(x)).detach()\n        return self.proj(h)\n"
+            ),
+        ),
+        Example(
+            before=(
+                "class RNN(nn.Module):\n    def forward(self, x):\n"
+                "        out, _ = self.lstm(self.embed(x))\n        last = out[:, -1]\n"
+                "        return self.head(last)\n"
+            ),
+            after=(
+                "class RNN(nn.Module):\n    def forward(self, x):\n"
+                "        out, _ = self.lstm(self.embed(x))\n        last = out[:, -1].detach()\n"
+                "        return self.head(last)\n"
+            ),
+        ),
+    )
+    non_examples = (
+        # The last layer's output: detaching it would leave nothing to train (a crash).
+        "class Net(nn.Module):\n    def forward(self, x):\n        x = self.fc(x)\n        return x\n",
+        # The input: detaching it cuts no layer.
+        "class Net(nn.Module):\n    def forward(self, x):\n        x = x.flatten(1)\n"
+        "        return self.fc(x)\n",
+        # A parameter-free module on the input cuts nothing either.
+        "class Net(nn.Module):\n    def __init__(self):\n        self.drop = nn.Dropout(0.1)\n"
+        "    def forward(self, x):\n        x = self.drop(x)\n        return self.fc(x)\n",
+        # Not an nn.Module.
+        "class Helper:\n    def forward(self, x):\n        x = self.fc1(x)\n        return self.fc2(x)\n",
+        # Not a tensor: sizes and an LSTM's (output, state) tuple have no .detach().
+        "class Net(nn.Module):\n    def __init__(self):\n        self.lstm = nn.LSTM(4, 4)\n"
+        "    def forward(self, x):\n        n = x.size(0)\n        out = self.lstm(x)\n"
+        "        return self.fc(out[0])[:n]\n",
+        # Only a parameter-free module after the cut.
+        "class Net(nn.Module):\n    def __init__(self):\n        self.act = nn.ReLU()\n"
+        "    def forward(self, x):\n        x = self.fc(x)\n        return self.act(x)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        assert isinstance(node, cst.Assign)
+        forward = _forward_of(node, ctx)
+        if forward is None or len(node.targets) != 1:
+            return False
+        target = node.targets[0].target
+        if not isinstance(target, cst.Name) or not _tensor_valued(node.value, forward, ctx):
+            return False
+        flow = _ForwardFlow(forward, ctx)
+        return flow.at_layer_output(node) and flow.feeds_a_layer(node, target.value)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        assert isinstance(node, cst.Assign)
+        return node.with_changes(value=method_call(node.value, "detach"))
+
+
+# Modules without parameters: a detach right before one of them cuts nothing new.
+_PARAMETER_FREE = frozenset(
+    {
+        "ReLU",
+        "ReLU6",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "Tanh",
+        "Sigmoid",
+        "LeakyReLU",
+        "ELU",
+        "SELU",
+        "Softplus",
+        "Softmax",
+        "LogSoftmax",
+        "Hardtanh",
+        "Hardswish",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "Identity",
+        "Flatten",
+        "Unflatten",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "Upsample",
+    }
+)
+
+
+# Modules that return tuples: ``.detach()`` on their result would crash.
+_TUPLE_RETURNING = frozenset({"LSTM", "GRU", "RNN", "MultiheadAttention"})
+
+
+# Calls whose result is not a tensor (or not a single one).
+_NON_TENSOR_METHODS = frozenset(
+    {"size", "dim", "numel", "item", "tolist", "chunk", "split", "unbind", "topk", "sort"}
+)
+
+
+_NON_TENSOR_FUNCTIONS = frozenset(
+    {"len", "int", "float", "bool", "str", "tuple", "list", "dict", "range", "zip", "enumerate"}
+)
+
+
+def _forward_of(node: cst.CSTNode, ctx: Context) -> cst.FunctionDef | None:
+    """The ``forward`` method of an nn.Module subclass that directly encloses ``node``."""
+    function = ctx.enclosing_function(node)
+    if function is None or function.name.value != "forward":
+        return None
+    cls = ctx.parent(ctx.parent(function))
+    if isinstance(cls, cst.ClassDef) and is_module_class(cls, ctx):
+        return function
+    return None
+
+
+def _submodule_class(attr: str, forward: cst.FunctionDef, ctx: Context) -> str | None:
+    """Class name assigned to ``self.<attr>`` in the module class holding ``forward``."""
+    cls = ctx.parent(ctx.parent(forward))
+    assert cls is not None
+    for assign in ctx.nodes_within(cls, cst.Assign):
+        assigns_attr = any(dotted_name(t.target) == f"self.{attr}" for t in assign.targets)
+        if assigns_attr and isinstance(assign.value, cst.Call):
+            return callee_name(assign.value)
+    return None
+
+
+def _tensor_valued(value: cst.BaseExpression, forward: cst.FunctionDef, ctx: Context) -> bool:
+    if isinstance(value, cst.BinaryOperation | cst.Subscript):
+        return True
+    if not isinstance(value, cst.Call):
+        return False
+    if method_name(value) in _NON_TENSOR_METHODS:
+        return False
+    if isinstance(value.func, cst.Name) and value.func.value in _NON_TENSOR_FUNCTIONS:
+        return False
+    layer = _self_attr(value)
+    return layer is None or _submodule_class(layer, forward, ctx) not in _TUPLE_RETURNING
+
+
+def _self_attr(call: cst.Call) -> str | None:
+    """``self.fc1(...)`` / ``self.blocks[i](...)`` -> ``fc1`` / ``blocks``."""
+    func = call.func
+    while isinstance(func, cst.Subscript):
+        func = func.value
+    if (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    ):
+        return func.attr.value
+    return None
+
+
+class _ForwardFlow:
+    """Which assignments of a ``forward`` sit downstream/upstream of a parametrised layer."""
+
+    def __init__(self, forward: cst.FunctionDef, ctx: Context) -> None:
+        self.forward = forward
+        self.ctx = ctx
+        statements: list[cst.CSTNode] = [
+            *ctx.nodes_within(forward, cst.Assign),
+            *ctx.nodes_within(forward, cst.AugAssign),
+            *ctx.nodes_within(forward, cst.Return),
+        ]
+        statements = [s for s in statements if ctx.enclosing_function(s) is forward]
+        self.statements = sorted(statements, key=lambda s: start_of(s, ctx))
+        # Names bound by ``for layer in self.layers:``: calling them applies a layer.
+        self.layer_names: set[str] = set()
+        for loop in ctx.nodes_within(forward, cst.For):
+            if "self" in identifiers_in(loop.iter, ctx):
+                self.layer_names |= identifiers_in(loop.target, ctx)
+
+    def _applies_layer(self, expr: cst.CSTNode) -> bool:
+        for call in self.ctx.nodes_within(expr, cst.Call):
+            attr = _self_attr(call)
+            if attr is not None and _submodule_class(attr, self.forward, self.ctx) not in (
+                _PARAMETER_FREE
+            ):
+                return True
+            if isinstance(call.func, cst.Name) and call.func.value in self.layer_names:
+                return True
+        return False
+
+    def _expression(self, statement: cst.CSTNode) -> cst.CSTNode | None:
+        return getattr(statement, "value", None)
+
+    def _targets(self, statement: cst.CSTNode) -> set[str]:
+        if isinstance(statement, cst.Assign):
+            found: set[str] = set()
+            for target in statement.targets:
+                found |= identifiers_in(target.target, self.ctx)
+            return found
+        if isinstance(statement, cst.AugAssign):
+            return identifiers_in(statement.target, self.ctx)
+        return set()
+
+    def at_layer_output(self, site: cst.Assign) -> bool:
+        """The value is a layer's output, so a detach here cuts that layer and all before it.
+
+        Either the value applies a layer itself (``x = F.relu(self.fc1(x))``) or it is the
+        first use of a layer output that was unpacked from a tuple and so could not be
+        detached where it was made (``out, _ = self.lstm(x)`` then ``last = out[:, -1]``).
+        Assignments that only continue from a detachable output (``x = self.dropout(x)``
+        after ``x = self.fc1(x)``) cut the same layers again and are not sites.
+        """
+        if self._applies_layer(site.value):
+            return True
+        unpacked: set[str] = set()
+        for statement in self.statements:
+            if statement is site:
+                return bool(identifiers_in(site.value, self.ctx) & unpacked)
+            targets = self._targets(statement)
+            expression = self._expression(statement)
+            unpacked -= targets  # rebinding a name ends its life as an unpacked output
+            if (
+                isinstance(statement, cst.Assign)
+                and not isinstance(statement.targets[0].target, cst.Name)
+                and expression is not None
+                and self._applies_layer(expression)
+            ):
+                unpacked |= targets
+        return False
+
+    def feeds_a_layer(self, site: cst.Assign, name: str) -> bool:
+        """The detached value still flows into a parametrised layer (so the output needs grad)."""
+        in_loop = self.ctx.enclosing(site, (cst.For, cst.While))
+        if (
+            in_loop is not None
+            and self.ctx.within(self.forward, in_loop)
+            and name in identifiers_in(site.value, self.ctx)
+            and self._applies_layer(site.value)
+        ):
+            return True  # the next iteration feeds it to the layer again
+        flow = {name}
+        after = False
+        for statement in self.statements:
+            if statement is site:
+                after = True
+                continue
+            expression = self._expression(statement)
+            if not after or expression is None:
+                continue
+            if identifiers_in(expression, self.ctx) & flow:
+                if self._applies_layer(expression):
+                    return True
+                flow |= self._targets(statement)
+        return False

@@ -1,0 +1,49 @@
+"""The ``drop_backward`` operator (DropBackward)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.gradient._shared import is_backward
+from mutator.context import Context
+from mutator.operator import Example, Operator
+
+
+class DropBackward(Operator):
+    """Delete the ``backward()`` call of the training step.
+
+    Bug: the loss is computed and logged but never differentiated. Impact: no parameter
+    ever receives a gradient, so ``optimizer.step()`` skips every parameter (``grad`` is
+    ``None``); the weights stay at their initialisation and the loss stays flat at its
+    initial value while the script runs without an error. Fix: call ``loss.backward()``
+    (``scaler.scale(loss).backward()`` under AMP) between the forward pass and ``step()``.
+    Check: a params-changed check after one step (nothing changes) or the gradient-norm
+    log (no gradients at all); overfit-one-batch fails.
+    """
+
+    name = "drop_backward"
+    category = "gradient"
+    summary = "Remove loss.backward(): no gradients, the weights never change."
+    expected = "breaks_training"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before="opt.zero_grad()\nloss = criterion(model(x), y)\nloss.backward()\nopt.step()\n",
+            after="opt.zero_grad()\nloss = criterion(model(x), y)\nopt.step()\n",
+        ),
+        Example(
+            before="scaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()\n",
+            after="scaler.step(optimizer)\nscaler.update()\n",
+        ),
+    )
+    non_examples = (
+        "def backward(ctx, grad):\n    return grad\n",
+        "loss = criterion(out, y)\nhook = loss.backward\n",
+        "grads = torch.autograd.grad(loss, params)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return is_backward(node)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+        return cst.RemoveFromParent()

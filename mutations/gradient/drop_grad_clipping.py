@@ -1,0 +1,56 @@
+"""The ``drop_grad_clipping`` operator (DropGradClipping)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.gradient._shared import clip_call
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import expression_call
+
+
+class DropGradClipping(Operator):
+    """Delete the gradient-clipping call (``clip_grad_norm_`` / ``clip_grad_value_``).
+
+    Bug: clipping is removed (a refactor, a copied loop without it). Impact: on a small,
+    well-conditioned loop at a sane learning rate nothing changes; where clipping was
+    holding the run together (RNNs, transformers, high learning rates, the first steps
+    with a large loss) a gradient spike produces a huge update: loss spikes, then
+    divergence or NaN. Fix: clip after ``backward()`` (after ``scaler.unscale_`` under AMP)
+    and before ``step()``. Check: the gradient-norm log (spikes far above the former
+    ``max_norm``), loss spikes in the train curve.
+    """
+
+    name = "drop_grad_clipping"
+    category = "gradient"
+    summary = "Remove clip_grad_norm_/clip_grad_value_: gradient spikes pass unclipped."
+    expected = "silent"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before=(
+                "loss.backward()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"
+                "optimizer.step()\n"
+            ),
+            after="loss.backward()\noptimizer.step()\n",
+        ),
+        Example(
+            before=(
+                "from torch.nn.utils import clip_grad_value_\nloss.backward()\n"
+                "clip_grad_value_(model.parameters(), 0.5)\n"
+            ),
+            after="from torch.nn.utils import clip_grad_value_\nloss.backward()\n",
+        ),
+    )
+    non_examples = (
+        # The norm is used afterwards: removing the line would break the script.
+        "grad_norm = clip_grad_norm_(model.parameters(), 1.0)\nprint(grad_norm)\n",
+        "x = torch.clamp(x, -1, 1)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return expression_call(node) is not None and clip_call(node) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+        return cst.RemoveFromParent()

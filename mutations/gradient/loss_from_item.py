@@ -1,0 +1,115 @@
+"""The ``loss_from_item`` operator (LossFromItem)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.gradient._shared import backward_calls
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    identifiers_in,
+    in_no_grad,
+    looks_like_loss_call,
+    module_alias,
+    same_scope,
+    starts_before,
+)
+
+
+class LossFromItem(Operator):
+    """Rebuild the loss from its Python value: ``torch.tensor(loss.item(), requires_grad=True)``.
+
+    Bug: someone converts the loss to a number (for logging, or to "fix" a dtype/device
+    complaint) and wraps it back into a fresh tensor so that ``backward()`` still runs.
+    Impact: the new tensor is a leaf with no history, so ``backward()`` succeeds but no
+    gradient reaches the model; ``step()`` skips every parameter, the loss curve is flat
+    at its initial value and nothing crashes. Fix: call ``backward()`` on the loss tensor
+    the criterion returned; take ``.item()`` only for logging. Check: a params-changed
+    check after one step, or the gradient-norm log (model gradients are ``None``).
+    """
+
+    name = "loss_from_item"
+    category = "gradient"
+    summary = (
+        "Rebuild the loss from loss.item(): backward() runs but no gradient reaches the model."
+    )
+    expected = "breaks_training"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch\nloss = criterion(logits, y)\nloss.backward()\n",
+            after=(
+                "import torch\nloss = torch.tensor(criterion(logits, y).item(), requires_grad=True)\n"
+                "loss.backward()\n"
+            ),
+        ),
+        Example(
+            before=(
+                "import torch.nn.functional as F\n"
+                "loss = F.cross_entropy(out, y) / accum_steps\nscaler.scale(loss).backward()\n"
+            ),
+            after=(
+                "import torch.nn.functional as F\n"
+                "loss = F.cross_entropy(out, y).detach().requires_grad_() / accum_steps\n"
+                "scaler.scale(loss).backward()\n"
+            ),
+        ),
+    )
+    non_examples = (
+        # Validation loss: never back-propagated.
+        "val_loss = criterion(model(x), y)\ntotal += val_loss.item()\n",
+        "with torch.no_grad():\n    loss = criterion(out, y)\nloss.backward()\n",
+        "out = model(x)\nout.backward()\n",
+    )
+
+    def _assignment(self, node: cst.Call, ctx: Context) -> cst.Assign | None:
+        parent = ctx.parent(node)
+        if (
+            isinstance(parent, cst.BinaryOperation)
+            and parent.left is node
+            and isinstance(parent.operator, cst.Divide)
+        ):
+            parent = ctx.parent(parent)
+        if (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return parent
+        return None
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        assert isinstance(node, cst.Call)
+        if not looks_like_loss_call(node, ctx) or in_no_grad(node, ctx):
+            return False
+        assign = self._assignment(node, ctx)
+        if assign is None:
+            return False
+        target = assign.targets[0].target
+        assert isinstance(target, cst.Name)
+        return _reaches_backward(ctx, assign, target.value)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        torch_name = module_alias(ctx, "torch", at=node)
+        code = ctx.code(node)
+        if torch_name is None:
+            # Without a torch import in scope, the same bug spelled with tensor methods.
+            return cst.parse_expression(f"{code}.detach().requires_grad_()")
+        return cst.parse_expression(f"{torch_name}.tensor({code}.item(), requires_grad=True)")
+
+
+def _reaches_backward(ctx: Context, assign: cst.Assign, name: str) -> bool:
+    """Does the value bound to ``name`` flow (through later assignments) into ``backward()``?"""
+    flow = {name}
+    for later in ctx.nodes(cst.Assign):
+        if later is assign or not same_scope(later, assign, ctx):
+            continue
+        if starts_before(assign, later, ctx) and identifiers_in(later.value, ctx) & flow:
+            for target in later.targets:
+                if isinstance(target.target, cst.Name):
+                    flow.add(target.target.value)
+    return any(
+        starts_before(assign, call, ctx) and identifiers_in(call, ctx) & flow
+        for call in backward_calls(ctx, assign)
+    )

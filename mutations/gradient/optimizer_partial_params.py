@@ -1,0 +1,72 @@
+"""The ``optimizer_partial_params`` operator (OptimizerPartialParams)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    constructor_kind,
+    find_arg,
+    method_name,
+)
+
+
+class OptimizerPartialParams(Operator):
+    """Hand the optimizer only the last parameters: ``list(model.parameters())[-2:]``.
+
+    Bug: the optimizer is built over a subset of the model (a fine-tuning recipe copied
+    into from-scratch training, a head-only optimizer, a forgotten parameter group).
+    Impact: only the last layer's weight and bias are updated; everything before it
+    keeps its random initialisation, so the loss falls to the plateau of a linear model
+    on random features and validation accuracy stays well below the reference. Fix: pass
+    ``model.parameters()`` (or all parameter groups) to the optimizer. Check: a
+    params-changed check per layer after one step (earlier layers do not move), or
+    compare the number of parameters in ``optimizer.param_groups`` with the model's.
+    """
+
+    name = "optimizer_partial_params"
+    category = "gradient"
+    summary = "Give the optimizer only the last layer's parameters: the rest never trains."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {"keep": Param(2, "trailing parameter tensors the optimizer still gets")}
+    examples = (
+        Example(
+            before="optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
+            after="optimizer = torch.optim.Adam(list(model.parameters())[-2:], lr=1e-3)\n",
+        ),
+        Example(
+            before=(
+                "from torch import optim\n"
+                "self.opt = optim.SGD(params=self.model.parameters(), lr=0.1, momentum=0.9)\n"
+            ),
+            after=(
+                "from torch import optim\n"
+                "self.opt = optim.SGD(params=list(self.model.parameters())[-1:], lr=0.1, momentum=0.9)\n"
+            ),
+            params={"keep": 1},
+        ),
+    )
+    non_examples = (
+        "n = sum(p.numel() for p in model.parameters())\n",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "optimizer = torch.optim.Adam(model.parameters(recurse=False))\n",
+        "scheduler = torch.optim.lr_scheduler.StepLR(model.parameters(), 1)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        assert isinstance(node, cst.Call)
+        if method_name(node) != "parameters" or node.args:
+            return False
+        arg = ctx.parent(node)
+        constructor = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(constructor, cst.Call) or not isinstance(arg, cst.Arg):
+            return False
+        if find_arg(constructor, "params", 0) is not arg:
+            return False
+        return constructor_kind(constructor, ctx) == "optimizer"
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        return cst.parse_expression(f"list({ctx.code(node)})[-{self.params['keep']}:]")

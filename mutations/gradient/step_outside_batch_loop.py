@@ -1,0 +1,79 @@
+"""The ``step_outside_batch_loop`` operator (StepOutsideBatchLoop)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    is_optimizer_step,
+    method_name,
+)
+
+
+class StepOutsideBatchLoop(Operator):
+    """Dedent ``optimizer.step()`` out of the batch loop, so it runs once after the loop.
+
+    Bug: an indentation slip puts the step after the ``for batch in loader:`` loop.
+    Impact: the model is updated once per epoch instead of once per batch, and only with
+    the last batch's gradient when ``zero_grad()`` runs each batch (with it missing, one
+    huge step on the summed gradients). Training crawls: the loss falls far slower than
+    the reference and validation stays near chance for a short budget; nothing crashes.
+    Fix: indent ``optimizer.step()`` into the batch loop, right after ``backward()``.
+    Check: count optimizer steps per epoch (one instead of ``len(loader)``), or compare
+    train/val curves against a known-good run.
+    """
+
+    name = "step_outside_batch_loop"
+    category = "gradient"
+    summary = "Dedent optimizer.step() out of the batch loop: one update per epoch."
+    expected = "breaks_training"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before=(
+                "for x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
+                "    loss.backward()\n    optimizer.step()\n    total += loss.item()\n"
+                "print(total)\n"
+            ),
+            after=(
+                "for x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
+                "    loss.backward()\n    total += loss.item()\n"
+                "optimizer.step()\nprint(total)\n"
+            ),
+        ),
+    )
+    non_examples = (
+        "for group in opt.param_groups:\n    opt.step()\n",
+        "def train_step(loss):\n    loss.backward()\n    optimizer.step()\n",
+        "for x in loader:\n    loss.backward()\n    scheduler.step()\n",
+    )
+
+    def _loop(self, node: cst.CSTNode, ctx: Context) -> cst.For | None:
+        block = ctx.parent(node)
+        loop = ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(loop, cst.For) or loop.body is not block:
+            return None
+        if not isinstance(ctx.parent(loop), (cst.IndentedBlock, cst.Module)):
+            return None
+        return loop
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if not is_optimizer_step(node, ctx):
+            return False
+        loop = self._loop(node, ctx)
+        # Only the batch loop: one that also runs backward() (not a loop over param groups).
+        return loop is not None and any(
+            method_name(call) == "backward" for call in ctx.nodes_within(loop, cst.Call)
+        )
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        loop = self._loop(node, ctx)
+        assert loop is not None and isinstance(loop.body, cst.IndentedBlock)
+        remaining = [statement for statement in loop.body.body if statement is not node]
+        if not remaining:
+            remaining = [cst.SimpleStatementLine([cst.Pass()])]
+        shortened = loop.with_changes(body=loop.body.with_changes(body=remaining))
+        moved = node.with_changes(leading_lines=())
+        return {loop: cst.FlattenSentinel([shortened, moved])}

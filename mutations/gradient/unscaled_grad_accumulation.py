@@ -1,0 +1,93 @@
+"""The ``unscaled_grad_accumulation`` operator (UnscaledGradAccumulation)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.gradient._shared import is_backward
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import dotted_name
+
+
+def _accumulation_divisor(expr: cst.BaseExpression) -> bool:
+    """``accum_steps``, ``self.grad_accum``, ``args.gradient_accumulation_steps``..."""
+    name = dotted_name(expr)
+    return name is not None and "accum" in name.rsplit(".", 1)[-1].lower()
+
+
+class UnscaledGradAccumulation(Operator):
+    """Drop the ``/ accum_steps`` that scales the loss under gradient accumulation.
+
+    Bug: gradients of ``accum_steps`` micro-batches are summed, not averaged. Impact: the
+    accumulated gradient is ``accum_steps`` times too large: with SGD the effective
+    learning rate is multiplied by ``accum_steps`` (oscillation or divergence at a tuned
+    rate); Adam is nearly scale invariant, so there the bug is mostly silent (gradient
+    clipping and weight decay then behave differently). Fix: divide the loss by the
+    number of accumulation steps before ``backward()``. Check: the gradient-norm log
+    (``accum_steps`` times the reference), or compare train curves with accumulation 1.
+    """
+
+    name = "unscaled_grad_accumulation"
+    category = "gradient"
+    summary = "Remove loss / accum_steps: accumulated gradients are accum_steps times too large."
+    expected = "degrades"
+    node_types = (cst.BinaryOperation, cst.AugAssign)
+    examples = (
+        Example(
+            before="loss = criterion(out, y)\nloss = loss / accum_steps\nloss.backward()\n",
+            after="loss = criterion(out, y)\nloss.backward()\n",
+        ),
+        Example(
+            before="loss = criterion(out, y) / self.accum_steps\nloss.backward()\n",
+            after="loss = criterion(out, y)\nloss.backward()\n",
+        ),
+        Example(
+            before="scaler.scale(loss / iters_to_accumulate).backward()\n",
+            after="scaler.scale(loss).backward()\n",
+        ),
+        Example(
+            before="loss /= args.grad_accum\nloss.backward()\n",
+            after="loss.backward()\n",
+        ),
+    )
+    non_examples = (
+        "lr = base_lr / accum_steps\n",
+        "loss = loss / batch_size\n",
+        "loss = loss * accum_steps\n",
+    )
+
+    def _about_loss(self, expr: cst.CSTNode, ctx: Context) -> bool:
+        code = ctx.code(expr).lower()
+        return "loss" in code or "criterion" in code
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if isinstance(node, cst.AugAssign):
+            return (
+                isinstance(node.operator, cst.DivideAssign)
+                and _accumulation_divisor(node.value)
+                and self._about_loss(node.target, ctx)
+            )
+        assert isinstance(node, cst.BinaryOperation)
+        if not isinstance(node.operator, cst.Divide) or not _accumulation_divisor(node.right):
+            return False
+        statement = ctx.statement_of(node)
+        return self._about_loss(node.left, ctx) or (
+            statement is not None and is_backward(statement)
+        )
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        if isinstance(node, cst.AugAssign):
+            return {node: cst.RemoveFromParent()}
+        assert isinstance(node, cst.BinaryOperation)
+        parent = ctx.parent(node)
+        if (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(node.left, cst.Name)
+            and dotted_name(parent.targets[0].target) == node.left.value
+        ):
+            return {
+                parent: cst.RemoveFromParent()
+            }  # ``loss = loss / n`` would become ``loss = loss``
+        return {node: node.left}

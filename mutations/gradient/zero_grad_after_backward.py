@@ -1,0 +1,55 @@
+"""The ``zero_grad_after_backward`` operator (ZeroGradAfterBackward)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    expression_call,
+    is_call_statement,
+    move_after,
+)
+
+
+class ZeroGradAfterBackward(Operator):
+    """Move ``zero_grad()`` from before ``backward()`` to between ``backward()`` and ``step()``.
+
+    Bug: the freshly computed gradients are erased before the optimizer sees them.
+    Impact: ``step()`` runs on zero (or ``None``) gradients, so the weights never move
+    (Adam/SGD with weight decay still shrink them); the loss stays flat at its initial
+    value. Fix: clear gradients before ``backward()``, never between it and ``step()``.
+    Check: a params-changed check after one step, or gradient norm logged at ``step()``
+    (zero every time).
+    """
+
+    name = "zero_grad_after_backward"
+    category = "gradient"
+    summary = "Move zero_grad() between backward() and step(): every update sees zero gradients."
+    expected = "breaks_training"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before="opt.zero_grad()\nout = model(x)\nloss.backward()\nopt.step()\n",
+            after="out = model(x)\nloss.backward()\nopt.zero_grad()\nopt.step()\n",
+        ),
+    )
+    non_examples = (
+        "loss.backward()\nopt.zero_grad()\nopt.step()\n",
+        "opt.zero_grad()\nopt.step()\n",
+    )
+
+    def _backward_after(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
+        for statement in ctx.following_statements(node):
+            if is_call_statement(statement, "backward"):
+                return statement
+        return None
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return is_call_statement(node, "zero_grad") and self._backward_after(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        backward = self._backward_after(node, ctx)
+        assert backward is not None and expression_call(node) is not None
+        return move_after(node, backward)

@@ -1,0 +1,113 @@
+"""The ``float_class_targets`` operator (FloatClassTargets)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    CLASS_INDEX_LOSSES,
+    find_arg,
+    is_label_name,
+    loss_call_kind,
+    loss_target,
+    method_name,
+    resolve,
+    uses_loss,
+    with_arg_value,
+)
+
+
+class FloatClassTargets(Operator):
+    """Make the class-index targets of cross-entropy/NLL floating point.
+
+    Bug: the label tensor is built with ``dtype=torch.float32`` instead of ``torch.long``
+    (or ``.long()`` becomes ``.float()``), a habit carried over from regression or BCE
+    code. Impact: ``CrossEntropyLoss`` reads float targets as class probabilities, which
+    must match the logits' shape, so (N,) float targets against (N, C) logits raise at
+    the first step; ``NLLLoss`` refuses float targets outright. Fix: keep class targets
+    as ``torch.long`` indices. Check: a crash at the first loss call; assert
+    ``y.dtype == torch.long`` where the batch is unpacked.
+    """
+
+    name = "float_class_targets"
+    category = "loss"
+    summary = "Class-index targets made float (dtype=torch.float32 / .float() for .long())."
+    expected = "crash"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch\nfrom torch import nn\n"
+            "y = torch.tensor(data.target, dtype=torch.long)\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(model(x), y)\n",
+            after="import torch\nfrom torch import nn\n"
+            "y = torch.tensor(data.target, dtype=torch.float32)\n"
+            "criterion = nn.CrossEntropyLoss()\nloss = criterion(model(x), y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\nloss = F.nll_loss(out, y.long())\n",
+            after="import torch.nn.functional as F\nloss = F.nll_loss(out, y.float())\n",
+        ),
+        Example(
+            before="import torch\nfrom torch import nn\n"
+            "y_train = (x[:, 0] > 0).long()\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(model(x), y)\n",
+            after="import torch\nfrom torch import nn\n"
+            "y_train = (x[:, 0] > 0).float()\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(model(x), y)\n",
+        ),
+    )
+    non_examples = (
+        # token ids are long too, but they are no targets of a class loss here
+        "import torch\nfrom torch import nn\ntokens = torch.tensor(ids, dtype=torch.long)\n"
+        "criterion = nn.CrossEntropyLoss()\n",
+        # no class-index loss anywhere: a long label tensor is for something else
+        "import torch\ny = torch.tensor(data.target, dtype=torch.long)\n",
+        "import torch.nn.functional as F\nloss = F.cross_entropy(out, y.float())\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._replacement(node, ctx) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        found = self._replacement(node, ctx)
+        assert found is not None
+        return found
+
+    def _replacement(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
+        if not isinstance(node, cst.Call) or not uses_loss(ctx, CLASS_INDEX_LOSSES):
+            return None
+        if method_name(node) == "long" and not node.args:
+            if self._is_class_target(node, ctx) or self._assigned_to_labels(node, ctx):
+                return node.with_changes(func=node.func.with_changes(attr=cst.Name("float")))  # type: ignore[union-attr]
+            return None
+        dtype = find_arg(node, keyword="dtype")
+        if (
+            dtype is not None
+            and isinstance(dtype.value, cst.Attribute)
+            and dtype.value.attr.value in ("long", "int64")
+            and resolve(dtype.value, ctx).under("torch")
+            and self._assigned_to_labels(node, ctx)
+        ):
+            as_float = dtype.value.with_changes(attr=cst.Name("float32"))
+            return with_arg_value(node, dtype, as_float)
+        return None
+
+    def _is_class_target(self, node: cst.Call, ctx: Context) -> bool:
+        parent = ctx.parent(node)
+        consumer = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+        return (
+            isinstance(consumer, cst.Call)
+            and loss_target(consumer) is parent
+            and loss_call_kind(consumer, ctx) in CLASS_INDEX_LOSSES
+        )
+
+    def _assigned_to_labels(self, node: cst.Call, ctx: Context) -> bool:
+        parent = ctx.parent(node)
+        return (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+            and is_label_name(parent.targets[0].target.value)
+        )

@@ -1,0 +1,63 @@
+"""The ``ignore_index_wrong`` operator (IgnoreIndexWrong)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    CLASS_INDEX_LOSSES,
+    find_arg,
+    loss_site_kind,
+    number_literal,
+    number_value,
+    with_keyword,
+)
+
+
+class IgnoreIndexWrong(Operator):
+    """Set ``ignore_index`` of cross-entropy/NLL to a real class (0 by default).
+
+    Bug: ``ignore_index=0`` is copied from NLP code where 0 is the padding token, into a
+    task where 0 is a genuine class (or the pad id is wrong). Impact: every example of
+    that class is silently dropped from the loss; its logit is only ever pushed down, so
+    the model practically never predicts it and accuracy loses about 1/C while the
+    training loss looks healthy (even lower). Fix: set ``ignore_index`` to the real
+    padding id (default -100) or leave it out. Check: per-class accuracy or a confusion
+    matrix on validation (one class is never predicted).
+    """
+
+    name = "ignore_index_wrong"
+    category = "loss"
+    summary = "ignore_index set to a real class: that class never contributes to the loss."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {"index": Param(0, "class index wrongly ignored")}
+    examples = (
+        Example(
+            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n",
+            after="from torch import nn\ncriterion = nn.CrossEntropyLoss(ignore_index=0)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.cross_entropy(logits, y, ignore_index=-100)\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.cross_entropy(logits, y, ignore_index=0)\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.CrossEntropyLoss(ignore_index=0)\n",
+        "from torch import nn\ncriterion = nn.MSELoss()\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if loss_site_kind(node, ctx, CLASS_INDEX_LOSSES) is None:
+            return False
+        assert isinstance(node, cst.Call)
+        current = find_arg(node, keyword="ignore_index")
+        return current is None or number_value(current.value) != self.params["index"]
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        return with_keyword(node, "ignore_index", number_literal(int(self.params["index"])))

@@ -1,0 +1,128 @@
+"""The ``nll_without_log_softmax`` operator (NllWithoutLogSoftmax)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    log_softmax_input,
+    loss_call_kind,
+    loss_calls,
+    loss_input,
+    nn_class,
+    uses_loss,
+    without_element,
+)
+
+
+class NllWithoutLogSoftmax(Operator):
+    """Feed raw logits to ``NLLLoss`` / ``F.nll_loss`` by dropping the log-softmax before it.
+
+    Bug: NLL expects log-probabilities; it just returns minus the target entry. Without
+    ``log_softmax`` the loss is minus the raw target logit, unbounded below. Impact: the
+    loss goes negative and keeps falling as the model inflates the target logits, the
+    weights grow without limit and the loss can reach -inf/NaN; accuracy may rise at
+    first, which hides the bug. Fix: apply ``F.log_softmax`` (or ``nn.LogSoftmax``) before
+    NLL, or use ``CrossEntropyLoss`` on raw logits. Check: the init-loss check (the first
+    loss is near 0 or negative, not ln C) and a loss curve that falls below zero.
+    """
+
+    name = "nll_without_log_softmax"
+    category = "loss"
+    summary = "log_softmax removed before NLLLoss: raw logits, loss unbounded below."
+    expected = "breaks_training"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.nll_loss(F.log_softmax(logits, dim=1), y)\n",
+            after="import torch.nn.functional as F\nloss = F.nll_loss(logits, y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "def train(model, x, y):\n    log_probs = F.log_softmax(model(x), dim=1)\n"
+            "    loss = F.nll_loss(log_probs, y)\n",
+            after="import torch.nn.functional as F\n"
+            "def train(model, x, y):\n    log_probs = model(x)\n"
+            "    loss = F.nll_loss(log_probs, y)\n",
+        ),
+        Example(
+            before="import torch\nimport torch.nn.functional as F\n"
+            "class Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return F.log_softmax(self.fc(x), dim=1)\n"
+            "def step(model, x, y):\n    return F.nll_loss(model(x), y)\n",
+            after="import torch\nimport torch.nn.functional as F\n"
+            "class Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return self.fc(x)\n"
+            "def step(model, x, y):\n    return F.nll_loss(model(x), y)\n",
+        ),
+        Example(
+            before="from torch import nn\n"
+            "model = nn.Sequential(\n    nn.Linear(4, 3),\n    nn.LogSoftmax(dim=1),\n)\n"
+            "criterion = nn.NLLLoss()\nloss = criterion(model(x), y)\n",
+            after="from torch import nn\n"
+            "model = nn.Sequential(\n    nn.Linear(4, 3),\n)\n"
+            "criterion = nn.NLLLoss()\nloss = criterion(model(x), y)\n",
+        ),
+    )
+    non_examples = (
+        # log_softmax feeding something else than NLL
+        "import torch.nn.functional as F\nimport torch\n"
+        "kl = F.kl_div(F.log_softmax(s, dim=1), t)\n",
+        "import torch.nn.functional as F\nloss = F.cross_entropy(logits, y)\n",
+        "from torch import nn\nmodel = nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=1))\n",
+    )
+
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        if not isinstance(node, cst.Call):
+            return None
+        parent = ctx.parent(node)
+        if nn_class(node, ctx, ("LogSoftmax",)) and isinstance(parent, cst.Arg):
+            sequential = ctx.parent(parent)
+            if (
+                isinstance(sequential, cst.Call)
+                and nn_class(sequential, ctx, ("Sequential",))
+                and uses_loss(ctx, ("NLLLoss",))
+            ):
+                return {sequential: without_element(sequential, parent)}
+            return None
+        found = log_softmax_input(node, ctx)
+        if found is None or not self._feeds_nll(node, ctx):
+            return None
+        return {node: found[1]}
+
+    def _feeds_nll(self, node: cst.Call, ctx: Context) -> bool:
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Arg):
+            consumer = ctx.parent(parent)
+            return (
+                isinstance(consumer, cst.Call)
+                and loss_input(consumer) is parent
+                and loss_call_kind(consumer, ctx) == "NLLLoss"
+            )
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if not isinstance(target, cst.Name):
+                return False
+            function = ctx.enclosing_function(node)
+            for call, kind in loss_calls(ctx):
+                argument = loss_input(call)
+                if (
+                    kind == "NLLLoss"
+                    and ctx.enclosing_function(call) is function
+                    and argument is not None
+                    and isinstance(argument.value, cst.Name)
+                    and argument.value.value == target.value
+                ):
+                    return True
+            return False
+        # ``return F.log_softmax(...)`` in a model's forward: the model's output goes to NLL.
+        function = ctx.enclosing_function(node)
+        return (
+            isinstance(parent, cst.Return)
+            and function is not None
+            and function.name.value == "forward"
+            and uses_loss(ctx, ("NLLLoss",))
+        )

@@ -1,0 +1,62 @@
+"""The ``reduction_sum`` operator (ReductionSum)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    LOSS_CLASSES,
+    find_arg,
+    keyword_string,
+    loss_site_kind,
+    with_keyword,
+)
+
+
+class ReductionSum(Operator):
+    """Sum the loss over the batch instead of averaging it (``reduction="sum"``).
+
+    Bug: the loss (and so the gradient) scales with the batch size. Impact: with SGD the
+    effective learning rate is multiplied by the batch size, which usually diverges or
+    oscillates; Adam normalises the gradient scale away, so there the bug is nearly
+    silent apart from a logged loss that is batch-size times larger (and a last, smaller
+    batch that weighs less). Fix: keep the default ``reduction="mean"`` or divide by the
+    batch size. Check: the init-loss check (the first loss is batch x ln C, not ln C) and
+    the grad-norm log.
+    """
+
+    name = "reduction_sum"
+    category = "loss"
+    summary = 'reduction="sum" on a loss: gradients scale with the batch size.'
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch.nn as nn\ncriterion = nn.CrossEntropyLoss()\n",
+            after='import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction="sum")\n',
+        ),
+        Example(
+            before="import torch.nn.functional as F\nloss = F.mse_loss(pred, y, reduction='mean')\n",
+            after='import torch.nn.functional as F\nloss = F.mse_loss(pred, y, reduction="sum")\n',
+        ),
+    )
+    non_examples = (
+        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction='none')\n",
+        "import torch.nn as nn\ncriterion = nn.L1Loss(reduction='sum')\n",
+        "import torch.nn as nn\nlayer = nn.Linear(3, 4)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if loss_site_kind(node, ctx, LOSS_CLASSES) is None:
+            return False
+        assert isinstance(node, cst.Call)
+        current = find_arg(node, keyword="reduction")
+        if current is None:
+            return find_arg(node, keyword="size_average") is None
+        return keyword_string(node, "reduction") in ("mean", "batchmean")
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        return with_keyword(node, "reduction", cst.SimpleString('"sum"'))

@@ -1,0 +1,77 @@
+"""The ``sigmoid_before_bce_with_logits`` operator (SigmoidBeforeBceWithLogits)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    function_call,
+    last_name,
+    loss_call_kind,
+    loss_input,
+    method_call,
+    module_alias,
+    with_arg_value,
+)
+
+
+class SigmoidBeforeBceWithLogits(Operator):
+    """Apply ``torch.sigmoid`` to the logits that ``BCEWithLogitsLoss`` receives.
+
+    Bug: ``BCEWithLogitsLoss`` applies the sigmoid itself; a second sigmoid squashes its
+    input into (0, 1), which the loss reads as logits near zero. Impact: predicted
+    probabilities stay between 0.5 and 0.73, the loss cannot fall below about 0.31 and
+    gradients fade, so training slows down and plateaus while accuracy may still look
+    reasonable. Fix: pass raw logits to ``BCEWithLogitsLoss`` (or use ``BCELoss`` on the
+    probabilities). Check: overfit one batch (the loss floors well above zero) and compare
+    the loss curve with the reference.
+    """
+
+    name = "sigmoid_before_bce_with_logits"
+    category = "loss"
+    summary = "torch.sigmoid applied before BCEWithLogitsLoss (double sigmoid)."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
+            "loss = criterion(logits, y)\n",
+            after="import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
+            "loss = criterion(torch.sigmoid(logits), y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(out.squeeze(1), y)\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(out.squeeze(1).sigmoid(), y)\n",
+        ),
+    )
+    non_examples = (
+        "import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
+        "loss = criterion(torch.sigmoid(logits), y)\n",
+        "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\n"
+        "loss = criterion(torch.sigmoid(logits), y)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if loss_call_kind(node, ctx) != "BCEWithLogitsLoss":
+            return False
+        arg = loss_input(node)  # type: ignore[arg-type]
+        return arg is not None and not _is_sigmoid(arg.value)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        arg = loss_input(node)
+        assert arg is not None
+        torch = module_alias(ctx, "torch")
+        if torch is not None:
+            squashed = function_call(f"{torch}.sigmoid", cst.Arg(arg.value))
+        else:
+            squashed = method_call(arg.value, "sigmoid")
+        return with_arg_value(node, arg, squashed)
+
+
+def _is_sigmoid(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (last_name(expr.func) == "sigmoid")

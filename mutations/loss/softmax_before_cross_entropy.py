@@ -1,0 +1,75 @@
+"""The ``softmax_before_cross_entropy`` operator (SoftmaxBeforeCrossEntropy)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    keyword_arg,
+    loss_call_kind,
+    loss_input,
+    method_call,
+    method_name,
+    number_literal,
+    with_arg_value,
+)
+
+
+class SoftmaxBeforeCrossEntropy(Operator):
+    """Apply softmax to the logits before passing them to cross-entropy.
+
+    Bug: ``CrossEntropyLoss`` / ``F.cross_entropy`` already applies log-softmax; feeding it
+    probabilities applies softmax twice. Impact: the inputs are squashed into [0, 1], so
+    the loss cannot go below about ln(1 + (C-1)/e) (1.46 for 10 classes), gradients shrink
+    as the model grows confident and learning slows or stalls; accuracy may still look
+    fine while the loss plateaus high. Fix: pass raw logits to cross-entropy. Check: the
+    loss floor (overfit one batch: the loss refuses to approach zero) and the init-loss
+    check against ln C.
+    """
+
+    name = "softmax_before_cross_entropy"
+    category = "loss"
+    summary = "Softmax applied to the logits that cross-entropy receives (double softmax)."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(logits, y)\n",
+            after="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(logits.softmax(dim=1), y)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\nloss = F.cross_entropy(model(x), y)\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.cross_entropy(model(x).softmax(dim=1), y)\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+        "loss = criterion(logits.softmax(dim=1), y)\n",
+        "from torch import nn\ncriterion = nn.NLLLoss()\nloss = criterion(logits, y)\n",
+        "loss = criterion(logits, y)\n",  # nothing says what criterion is
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if loss_call_kind(node, ctx) != "CrossEntropyLoss":
+            return False
+        arg = loss_input(node)  # type: ignore[arg-type]
+        return arg is not None and not _is_softmax(arg.value)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        arg = loss_input(node)
+        assert arg is not None
+        probabilities = method_call(arg.value, "softmax", keyword_arg("dim", number_literal(1)))
+        return with_arg_value(node, arg, probabilities)
+
+
+def _is_softmax(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and (
+        method_name(expr) in ("softmax", "log_softmax")
+        or (isinstance(expr.func, cst.Name) and expr.func.value in ("softmax", "log_softmax"))
+    )

@@ -1,0 +1,70 @@
+"""The ``swap_loss_arguments`` operator (SwapLossArguments)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    REGRESSION_LOSSES,
+    loss_call_kind,
+    positional_args,
+)
+
+
+class SwapLossArguments(Operator):
+    """Pass the target first and the prediction second: ``criterion(y, logits)``.
+
+    Bug: loss functions are ``loss(input, target)``; swapping them is an easy slip.
+    Impact: for cross-entropy/NLL the integer targets become the "logits", which crashes
+    (dtype or shape error); for BCE the gradient now flows through the target slot and
+    training optimises nonsense; symmetric losses (MSE, L1, Huber) are left alone because
+    there the swap changes nothing. Fix: ``criterion(prediction, target)``. Check: a crash
+    at the first step, or the init-loss check and overfit-one-batch for BCE.
+    """
+
+    name = "swap_loss_arguments"
+    category = "loss"
+    summary = "Loss called as loss(target, prediction)."
+    expected = "crash"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(logits, y)\n",
+            after="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(y, logits)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(logits, y.float(), reduction='sum')\n",
+            after="import torch.nn.functional as F\n"
+            "loss = F.binary_cross_entropy_with_logits(y.float(), logits, reduction='sum')\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\ncriterion = nn.MSELoss()\nloss = criterion(pred, y)\n",
+        "import torch.nn.functional as F\nloss = F.cross_entropy(logits, target=y)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        kind = loss_call_kind(node, ctx)
+        if kind is None or kind in REGRESSION_LOSSES:
+            return False
+        assert isinstance(node, cst.Call)
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        return len(positional) >= 2 and ctx.code(positional[0].value) != ctx.code(
+            positional[1].value
+        )
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        first, second = positional_args(node)[:2]
+        swapped = {id(first): second.value, id(second): first.value}
+        return node.with_changes(
+            args=[
+                arg.with_changes(value=swapped[id(arg)]) if id(arg) in swapped else arg
+                for arg in node.args
+            ]
+        )

@@ -1,0 +1,1 @@
+"""Mode bugs: train/eval mode switches, gradient tracking during evaluation, evaluation data."""

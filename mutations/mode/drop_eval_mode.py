@@ -1,0 +1,56 @@
+"""The ``drop_eval_mode`` operator (DropEvalMode)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.mode._shared import model_mode_statement
+from mutator.context import Context
+from mutator.operator import Example, Operator
+
+
+class DropEvalMode(Operator):
+    """Delete ``model.eval()`` before evaluation.
+
+    Bug: validation runs with the model still in training mode. Impact: dropout stays
+    active, so validation metrics are noisy and pessimistic; BatchNorm normalises with
+    validation-batch statistics and updates its running statistics on validation data,
+    leaking it into the model used later. Model selection and early stopping then act
+    on wrong numbers. Fix: call ``model.eval()`` before every evaluation pass (and
+    ``model.train()`` after it). Check: evaluate the same batch twice and compare the
+    outputs (they differ with dropout active), or assert ``not model.training`` in the
+    evaluation function.
+    """
+
+    name = "drop_eval_mode"
+    category = "mode"
+    summary = "Remove model.eval(): evaluation runs with dropout on and BatchNorm updating."
+    expected = "degrades"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before=(
+                "def evaluate(model, loader):\n    model.eval()\n"
+                "    with torch.no_grad():\n        return score(model, loader)\n"
+            ),
+            after=(
+                "def evaluate(model, loader):\n"
+                "    with torch.no_grad():\n        return score(model, loader)\n"
+            ),
+        ),
+        Example(
+            before="net.train(False)\nacc = test(net)\n",
+            after="acc = test(net)\n",
+        ),
+    )
+    non_examples = (
+        "model.train()\n",
+        "result = evaluator.eval()\n",
+        "expr.eval()\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return model_mode_statement(node, ctx, "eval") is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+        return cst.RemoveFromParent()

@@ -1,0 +1,96 @@
+"""The ``drop_train_mode`` operator (DropTrainMode)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.mode._shared import model_mode_statement
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import (
+    loops_around,
+    same_scope,
+)
+
+
+def _can_run_before(earlier: cst.CSTNode, later: cst.CSTNode, ctx: Context) -> bool:
+    """Can ``earlier`` execute before ``later``? Only straight-line code after ``later`` in the
+    same scope, outside any loop they share, cannot (a final test after training)."""
+    if not same_scope(earlier, later, ctx):
+        return True
+    if ctx.position(earlier).start.line < ctx.position(later).start.line:
+        return True
+    shared = {id(loop) for loop in loops_around(earlier, ctx)}
+    return any(id(loop) in shared for loop in loops_around(later, ctx))
+
+
+class DropTrainMode(Operator):
+    """Delete ``model.train()``.
+
+    Bug: the model is never switched back to training mode after an evaluation pass
+    (``model.eval()``), so every later training forward runs in eval mode. Impact:
+    dropout is off (no regularisation) and BatchNorm normalises with its running
+    statistics instead of batch statistics and stops updating them; training silently
+    degrades, often with a larger train/val gap or, with BatchNorm, a worse optimum. The
+    site exists only where an ``eval()`` can run before the deleted call, since otherwise
+    the model is still in its initial training mode and nothing changes. Fix: call
+    ``model.train()`` at the start of every training epoch (or training step). Check:
+    assert ``model.training`` inside the training step, or log the fraction of training
+    forwards run in eval mode (a forward hook reading ``module.training``).
+    """
+
+    name = "drop_train_mode"
+    category = "mode"
+    summary = "Remove model.train(): after the first evaluation the model trains in eval mode."
+    expected = "degrades"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before=(
+                "for epoch in range(3):\n    model.train()\n    fit(model)\n"
+                "    model.eval()\n    test(model)\n"
+            ),
+            after="for epoch in range(3):\n    fit(model)\n    model.eval()\n    test(model)\n",
+        ),
+        Example(
+            before=(
+                "class T:\n    def fit(self, loader):\n        self.model.train()\n"
+                "        self.step(loader)\n\n    def evaluate(self):\n        self.model.eval()\n"
+            ),
+            after=(
+                "class T:\n    def fit(self, loader):\n        self.step(loader)\n\n"
+                "    def evaluate(self):\n        self.model.eval()\n"
+            ),
+        ),
+        Example(
+            before=(
+                "import torch.nn as nn\nm = nn.Sequential(nn.Linear(2, 2))\n"
+                "def fit():\n    m.train(True)\ndef test():\n    m.eval()\n"
+            ),
+            after=(
+                "import torch.nn as nn\nm = nn.Sequential(nn.Linear(2, 2))\n"
+                "def fit():\n    pass\ndef test():\n    m.eval()\n"
+            ),
+        ),
+    )
+    non_examples = (
+        # No eval() anywhere: the model is in training mode anyway.
+        "model.train()\nfor x in loader:\n    step(model, x)\n",
+        # The only eval() is a final test after training.
+        "model.train()\nfor x in loader:\n    step(model, x)\nmodel.eval()\ntest(model)\n",
+        # A trainer's train() method is not nn.Module.train().
+        "trainer = Trainer(model)\ntrainer.train()\nmodel.eval()\n",
+        "model.train(False)\nmodel.eval()\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if model_mode_statement(node, ctx, "train") is None:
+            return False
+        return any(
+            model_mode_statement(other, ctx, "eval") is not None
+            and _can_run_before(other, node, ctx)
+            for other in ctx.nodes(cst.SimpleStatementLine)
+        )
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+        return cst.RemoveFromParent()

@@ -1,0 +1,55 @@
+"""The ``eval_mode_before_training`` operator (EvalModeBeforeTraining)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.mode._shared import model_mode_statement
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+
+
+class EvalModeBeforeTraining(Operator):
+    """Change ``model.train()`` into ``model.eval()``.
+
+    Bug: the model is put in evaluation mode where training should start (the classic
+    ``model.eval()  # set up before training``). Impact: every training forward runs with
+    dropout disabled and BatchNorm using (and no longer updating) its running statistics;
+    no error is raised, the loss still falls, but regularisation is gone and BatchNorm
+    models train against stale statistics, so validation results degrade. Fix: call
+    ``model.train()`` before training and ``model.eval()`` only around evaluation. Check:
+    assert ``model.training`` in the training step; log the eval-mode fraction of
+    training forwards; compare train/val curves (the gap grows).
+    """
+
+    name = "eval_mode_before_training"
+    category = "mode"
+    summary = "Replace model.train() by model.eval(): the model trains in evaluation mode."
+    expected = "degrades"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before="model.train()\nfor x, y in loader:\n    step(model, x, y)\n",
+            after="model.eval()\nfor x, y in loader:\n    step(model, x, y)\n",
+        ),
+        Example(
+            before="def fit(self):\n    self.model.train(mode=True)\n",
+            after="def fit(self):\n    self.model.eval()\n",
+        ),
+    )
+    non_examples = (
+        "trainer.train()\n",
+        "model.eval()\n",
+        "model.train(False)\n",
+        "x = model.train()\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return model_mode_statement(node, ctx, "train") is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        call = model_mode_statement(node, ctx, "train")
+        assert call is not None and isinstance(call.func, cst.Attribute)
+        return {
+            call: call.with_changes(func=call.func.with_changes(attr=cst.Name("eval")), args=())
+        }

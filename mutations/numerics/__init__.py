@@ -1,0 +1,1 @@
+"""Numerics bugs: unstable formulas, lost precision, dead initialisation, a network gone linear."""

@@ -1,0 +1,68 @@
+"""The ``adam_eps_too_small`` operator (AdamEpsTooSmall)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    find_arg,
+    number_literal,
+    number_value,
+    optimizer_class,
+    with_keyword,
+)
+
+_ADAM_FAMILY = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam")
+
+
+class AdamEpsTooSmall(Operator):
+    """Set Adam's ``eps`` to 1e-16, far below the 1e-8 default.
+
+    Bug: ``eps`` guards the division by the root of the second-moment estimate; a tiny
+    value removes that guard (often "tuned" to squeeze out accuracy, or a misread
+    ``1e-6`` vs ``1e-16``). Impact: for parameters whose gradients are tiny or rare the
+    update becomes ``m / sqrt(v)``, a full-size step in the sign of noise, which can blow
+    up rarely-updated weights; on small dense models with healthy gradients
+    ``sqrt(v)`` dwarfs both values and training is indistinguishable from the reference,
+    so expect it to be silent here. Fix: keep ``eps`` at 1e-8 (or larger, 1e-6 for
+    mixed precision). Check: update/weight ratio per parameter in the grad-norm log
+    (spikes for rarely-updated weights).
+    """
+
+    name = "adam_eps_too_small"
+    category = "numerics"
+    summary = "Adam/AdamW eps set to 1e-16: no guard against tiny second moments."
+    expected = "silent"
+    node_types = (cst.Call,)
+    parameters = {"eps": Param(1e-16, "epsilon of the Adam denominator")}
+    examples = (
+        Example(
+            before="import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
+            after="import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-16)\n",
+        ),
+        Example(
+            before="from torch import optim\n"
+            "self.optimizer = optim.AdamW(self.model.parameters(), eps=1e-8)\n",
+            after="from torch import optim\n"
+            "self.optimizer = optim.AdamW(self.model.parameters(), eps=1e-16)\n",
+        ),
+    )
+    non_examples = (
+        "import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+        "import torch\nopt = torch.optim.Adam(model.parameters(), eps=1e-20)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if optimizer_class(node, ctx) not in _ADAM_FAMILY:
+            return False
+        current = find_arg(node, keyword="eps")
+        if current is None:
+            return True
+        value = number_value(current.value)
+        return value is None or value > self.params["eps"]
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        return with_keyword(node, "eps", number_literal(float(self.params["eps"])))

@@ -1,0 +1,130 @@
+"""The ``drop_activation`` operator (DropActivation)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    is_module_class,
+    method_name,
+    module_constructors,
+    nn_class,
+    positional_args,
+    resolve,
+    without_element,
+)
+
+_ACTIVATION_CLASSES = (
+    "ReLU",
+    "LeakyReLU",
+    "ReLU6",
+    "PReLU",
+    "ELU",
+    "SELU",
+    "GELU",
+    "SiLU",
+    "Mish",
+    "Tanh",
+    "Softplus",
+)
+
+
+_ACTIVATION_FUNCTIONS = {
+    *(
+        f"torch.nn.functional.{name}"
+        for name in ("relu", "leaky_relu", "relu6", "elu", "selu", "gelu", "silu", "mish")
+    ),
+    *("torch.nn.functional.tanh", "torch.nn.functional.softplus"),
+    *("torch.relu", "torch.tanh", "torch.nn.functional.relu_"),
+}
+
+
+_ACTIVATION_METHODS = ("relu", "relu_", "tanh")
+
+
+def _in_model_code(node: cst.CSTNode, ctx: Context) -> bool:
+    """Inside an ``nn.Module`` subclass, or a ``forward`` function."""
+    function = ctx.enclosing_function(node)
+    if function is not None and function.name.value == "forward":
+        return True
+    owner = ctx.enclosing(node, cst.ClassDef)
+    return isinstance(owner, cst.ClassDef) and is_module_class(owner, ctx)
+
+
+class DropActivation(Operator):
+    """Remove a hidden nonlinearity (``nn.ReLU()`` in a Sequential, ``F.relu(x)`` -> ``x``).
+
+    Bug: an activation between two layers is lost (deleted while editing, or a layer
+    list built without it). Impact: two stacked linear layers collapse into one linear
+    map, so the network can only fit linear decision boundaries: on nearly linear tasks
+    nothing shows, otherwise the loss plateaus above the reference and accuracy drops.
+    Fix: put the nonlinearity back between the layers. Check: compare train/val curves
+    with the reference (a higher floor), or overfit a small nonlinear batch; a model
+    summary shows consecutive Linear layers.
+    """
+
+    name = "drop_activation"
+    category = "numerics"
+    summary = "A hidden nonlinearity removed: stacked linear layers collapse into one."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="from torch import nn\n"
+            "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))\n",
+            after="from torch import nn\nmodel = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\nfrom torch import nn\n"
+            "class Net(nn.Module):\n    def forward(self, x):\n"
+            "        x = F.relu(self.fc1(x))\n        return self.fc2(x)\n",
+            after="import torch.nn.functional as F\nfrom torch import nn\n"
+            "class Net(nn.Module):\n    def forward(self, x):\n"
+            "        x = self.fc1(x)\n        return self.fc2(x)\n",
+        ),
+        Example(
+            before="from torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.act = nn.GELU()\n"
+            "    def forward(self, x):\n        return self.fc2(self.act(self.fc1(x)))\n",
+            after="from torch import nn\nclass Net(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.act = nn.GELU()\n"
+            "    def forward(self, x):\n        return self.fc2(self.fc1(x))\n",
+        ),
+        Example(
+            before="import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return self.fc2(self.fc1(x).relu())\n",
+            after="import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return self.fc2(self.fc1(x))\n",
+        ),
+    )
+    non_examples = (
+        # a hinge loss is not an activation of the model
+        "import torch.nn.functional as F\nloss = F.relu(1 - margin).mean()\n",
+        "from torch import nn\nhead = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())\n",
+        "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.act = nn.ReLU()\n",
+    )
+
+    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        if not isinstance(node, cst.Call):
+            return None
+        parent = ctx.parent(node)
+        if nn_class(node, ctx, _ACTIVATION_CLASSES):
+            sequential = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+            if isinstance(sequential, cst.Call) and nn_class(sequential, ctx, ("Sequential",)):
+                return {sequential: without_element(sequential, parent)}  # type: ignore[arg-type]
+            return None
+        if not _in_model_code(node, ctx):
+            return None
+        positional = positional_args(node)
+        if not node.args and method_name(node) in _ACTIVATION_METHODS:
+            return {node: node.func.value}  # type: ignore[union-attr]
+        if not positional:
+            return None
+        if resolve(node.func, ctx).matches(_ACTIVATION_FUNCTIONS) or module_constructors(
+            node.func, ctx, node, _ACTIVATION_CLASSES
+        ):
+            return {node: positional[0].value}
+        return None

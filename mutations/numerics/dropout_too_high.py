@@ -1,0 +1,98 @@
+"""The ``dropout_too_high`` operator (DropoutTooHigh)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    find_arg,
+    nn_class,
+    number_literal,
+    number_value,
+    resolve,
+    with_arg_value,
+    with_keyword,
+)
+
+_DROPOUT_CLASSES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout")
+
+
+_DROPOUT_FUNCTIONS = {
+    f"torch.nn.functional.{name}"
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout")
+}
+
+
+class DropoutTooHigh(Operator):
+    """Set the dropout probability far too high (``p=0.9`` by default).
+
+    Bug: a dropout rate meant as a keep probability (Keras/TF1 ``keep_prob=0.9``) or a
+    typo makes ``nn.Dropout`` drop most activations. Impact: training sees a network
+    with a tenth of its units and noisy, rescaled activations: the training loss stays
+    high and noisy, convergence slows, and validation (dropout off) lags the reference;
+    small models underfit badly. Fix: use a small rate (0.1-0.5) and remember ``p`` is
+    the probability of *dropping*. Check: compare train/val curves with the reference
+    (training loss far above validation loss is the tell).
+    """
+
+    name = "dropout_too_high"
+    category = "numerics"
+    summary = "Dropout probability set to 0.9: most activations dropped in training."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {"p": Param(0.9, "dropout probability")}
+    examples = (
+        Example(
+            before="from torch import nn\nself.dropout = nn.Dropout(0.2)\n",
+            after="from torch import nn\nself.dropout = nn.Dropout(0.9)\n",
+        ),
+        Example(
+            before="import torch.nn.functional as F\n"
+            "x = F.dropout(x, p=0.1, training=self.training)\n",
+            after="import torch.nn.functional as F\n"
+            "x = F.dropout(x, p=0.9, training=self.training)\n",
+        ),
+        Example(
+            before="from torch import nn\nlayer = nn.Dropout()\n",
+            after="from torch import nn\nlayer = nn.Dropout(0.95)\n",
+            params={"p": 0.95},
+        ),
+    )
+    non_examples = (
+        "from torch import nn\nlayer = nn.Dropout(0.9)\n",
+        "from torch import nn\nlayer = nn.Linear(4, 2)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if not _is_dropout(node, ctx):
+            return False
+        arg = _probability_arg(node, ctx)  # type: ignore[arg-type]
+        current = 0.5 if arg is None else number_value(arg.value)  # 0.5: PyTorch's default
+        return current is None or current < self.params["p"]
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        assert isinstance(node, cst.Call)
+        arg = _probability_arg(node, ctx)
+        value = number_literal(float(self.params["p"]))
+        if arg is not None:
+            return with_arg_value(node, arg, value)
+        if not node.args:
+            return node.with_changes(args=[cst.Arg(value)])
+        return with_keyword(node, "p", value)
+
+
+def _is_dropout(node: cst.CSTNode, ctx: Context) -> bool:
+    """``nn.Dropout(...)`` (and its 1d/2d/3d/alpha kin) or ``F.dropout(x, ...)``."""
+    if not isinstance(node, cst.Call):
+        return False
+    if nn_class(node, ctx, _DROPOUT_CLASSES):
+        return True
+    return bool(node.args) and resolve(node.func, ctx).matches(_DROPOUT_FUNCTIONS)
+
+
+def _probability_arg(node: cst.Call, ctx: Context) -> cst.Arg | None:
+    """The argument holding p (first for the module, after the tensor for the function)."""
+    position = 0 if nn_class(node, ctx, _DROPOUT_CLASSES) else 1
+    return find_arg(node, keyword="p", position=position)

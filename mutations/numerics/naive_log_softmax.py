@@ -1,0 +1,80 @@
+"""The ``naive_log_softmax`` operator (NaiveLogSoftmax)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    function_call,
+    log_softmax_input,
+    method_call,
+    module_alias,
+    renamed_callee,
+)
+
+
+class NaiveLogSoftmax(Operator):
+    """Compute log-softmax as ``log(softmax(x))`` instead of the fused ``log_softmax``.
+
+    Bug: the two-step formula loses the log-sum-exp trick: a probability that underflows
+    to 0 in float32 (a logit gap above ~100, or far less in half precision) turns into
+    ``log(0) = -inf`` and the loss into inf/NaN. Impact: on well-scaled small models the
+    values stay finite and nothing shows; once logits grow (high learning rate, long
+    training, confident predictions) the loss jumps to inf/NaN. Fix: use
+    ``F.log_softmax`` (or ``CrossEntropyLoss`` on raw logits). Check: the NaN step of the
+    loss log; a unit test feeding large logits (e.g. 1000) through the loss.
+    """
+
+    name = "naive_log_softmax"
+    category = "numerics"
+    summary = "F.log_softmax(x) rewritten as torch.log(F.softmax(x)): -inf/NaN when confident."
+    expected = "silent"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch\nimport torch.nn.functional as F\n"
+            "log_probs = F.log_softmax(logits, dim=1)\n",
+            after="import torch\nimport torch.nn.functional as F\n"
+            "log_probs = torch.log(F.softmax(logits, dim=1))\n",
+        ),
+        Example(
+            before="log_probs = logits.log_softmax(dim=-1)\n",
+            after="log_probs = logits.softmax(dim=-1).log()\n",
+        ),
+        Example(
+            before="import torch\nfrom torch.nn.functional import log_softmax\n"
+            "out = log_softmax(z, 1)\n",
+            after="import torch\nfrom torch.nn.functional import log_softmax, softmax\n"
+            "out = torch.log(softmax(z, 1))\n",
+        ),
+    )
+    non_examples = (
+        "import torch\nprobs = torch.softmax(logits, dim=1)\n",
+        "import torch\nfrom torch import nn\nlayer = nn.LogSoftmax(dim=1)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        found = log_softmax_input(node, ctx)
+        return found is not None and found[0] != "module" and self._edits(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        found = self._edits(node, ctx)
+        assert found is not None
+        return found
+
+    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        assert isinstance(node, cst.Call)
+        renamed = renamed_callee(node.func, ctx, "softmax")
+        if renamed is None:
+            return None
+        func, edits = renamed
+        probabilities = node.with_changes(func=func)
+        form, _ = log_softmax_input(node, ctx)  # type: ignore[misc]
+        torch = module_alias(ctx, "torch")
+        if form == "method" or torch is None:
+            edits[node] = method_call(probabilities, "log")
+        else:
+            edits[node] = function_call(f"{torch}.log", cst.Arg(probabilities))
+        return edits

@@ -1,0 +1,170 @@
+"""The ``zero_init`` operator (ZeroInit)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    bound_names,
+    dotted_name,
+    find_arg,
+    fresh_name,
+    insert_before,
+    is_parameter,
+    is_pure,
+    method_name,
+    module_alias,
+    optimizer_class,
+    resolve,
+)
+
+_LOOP_NAMES = ("param", "p", "weight")
+
+
+_RANDOM_INITS = tuple(
+    f"torch.nn.init.{name}"
+    for name in (
+        "kaiming_normal_",
+        "kaiming_uniform_",
+        "xavier_normal_",
+        "xavier_uniform_",
+        "normal_",
+        "uniform_",
+        "trunc_normal_",
+        "orthogonal_",
+    )
+)
+
+
+def _optimizer_parameters_owner(statement: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
+    """``model`` for a line ``opt = torch.optim.Adam(model.parameters(), ...)``."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Expr)) else None
+    if not isinstance(value, cst.Call) or optimizer_class(value, ctx) is None:
+        return None
+    params = find_arg(value, keyword="params", position=0)
+    if (
+        params is None
+        or not isinstance(params.value, cst.Call)
+        or method_name(params.value) != "parameters"
+        or params.value.args
+    ):
+        return None
+    owner = params.value.func.value  # type: ignore[union-attr]
+    return owner if is_pure(owner) else None
+
+
+class ZeroInit(Operator):
+    """Initialise the weights to zero.
+
+    Bug: a random initialiser applied to every layer of a kind (``kaiming_normal_`` in a
+    loop over ``model.modules()``, an ``_init_weights(module)`` hook) becomes
+    ``nn.init.zeros_``, or every parameter is zeroed right after the model is built.
+    Impact: all units of a layer compute the same output and receive the same gradient,
+    so symmetry is never broken; with everything zero the hidden activations and the
+    gradients of all but the last bias are exactly zero, and the model predicts the
+    class prior (loss stuck at its initial value, chance accuracy). Zeroing a single
+    layer is left alone: the random layer after it breaks the symmetry. Fix: use a
+    random initialiser (the PyTorch defaults are fine). Check: the params-changed check
+    after one step (hidden weights never move) and the grad-norm log (zero).
+    """
+
+    name = "zero_init"
+    category = "numerics"
+    summary = "Weights initialised to zero: symmetry never broken, hidden layers stay dead."
+    expected = "breaks_training"
+    node_types = (cst.Call, cst.SimpleStatementLine)
+    examples = (
+        Example(
+            before="from torch import nn\nfor m in model.modules():\n"
+            "    if isinstance(m, nn.Conv2d):\n"
+            "        nn.init.kaiming_normal_(m.weight, nonlinearity='relu')\n",
+            after="from torch import nn\nfor m in model.modules():\n"
+            "    if isinstance(m, nn.Conv2d):\n        nn.init.zeros_(m.weight)\n",
+        ),
+        Example(
+            before="import torch.nn as nn\ndef init_weights(module):\n"
+            "    nn.init.xavier_uniform_(module.weight)\n",
+            after="import torch.nn as nn\ndef init_weights(module):\n"
+            "    nn.init.zeros_(module.weight)\n",
+        ),
+        Example(
+            before="import torch\n\ndef main():\n    model = Net()\n\n"
+            "    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
+            after="import torch\n\ndef main():\n    model = Net()\n\n"
+            "    for param in model.parameters():\n        torch.nn.init.zeros_(param)\n"
+            "    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
+        ),
+    )
+    non_examples = (
+        "from torch import nn\nfor m in model.modules():\n"
+        "    nn.init.zeros_(m.bias)\n    nn.init.normal_(m.bias, std=0.01)\n",
+        # one layer alone: the random layer after it still breaks the symmetry
+        "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        nn.init.normal_(self.head.weight, std=0.01)\n",
+        # parameter groups: there is no single model to zero
+        "import torch\nopt = torch.optim.SGD([{'params': a}, {'params': b}], lr=0.1)\n",
+        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 10)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        if isinstance(node, cst.Call):
+            return self._weight_init(node, ctx) is not None
+        return (
+            _optimizer_parameters_owner(node, ctx) is not None
+            and module_alias(ctx, "torch.nn") is not None
+            and fresh_name(ctx, node, _LOOP_NAMES) is not None
+        )
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> Replacement:
+        if isinstance(node, cst.Call):
+            weight = self._weight_init(node, ctx)
+            assert weight is not None
+            zeros = node.func.with_changes(attr=cst.Name("zeros_"))  # type: ignore[union-attr]
+            return node.with_changes(func=zeros, args=[cst.Arg(weight)])
+        assert isinstance(node, cst.SimpleStatementLine)
+        owner = _optimizer_parameters_owner(node, ctx)
+        nn, name = module_alias(ctx, "torch.nn"), fresh_name(ctx, node, _LOOP_NAMES)
+        assert owner is not None and nn is not None and name is not None
+        loop = cst.parse_statement(
+            f"for {name} in {ctx.code(owner)}.parameters():\n    {nn}.init.zeros_({name})\n"
+        )
+        return insert_before(node, loop)[node]
+
+    def _weight_init(self, node: cst.Call, ctx: Context) -> cst.BaseExpression | None:
+        """The weight a random initialiser fills (biases are left to their own bugs)."""
+        if not resolve(node.func, ctx).matches(_RANDOM_INITS):
+            return None
+        if not isinstance(node.func, cst.Attribute):  # a bare imported name: leave it
+            return None
+        tensor = find_arg(node, keyword="tensor", position=0)
+        if tensor is None:
+            return None
+        spelled = dotted_name(tensor.value) or ""
+        if spelled.endswith("bias") or not _initialises_many_layers(tensor.value, node, ctx):
+            return None
+        return tensor.value
+
+
+def _initialises_many_layers(weight: cst.BaseExpression, at: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``weight`` reached through a loop variable or an init function's parameter
+    (``for m in self.modules(): ... m.weight``, ``def _init_weights(module)``)?
+
+    Zeroing one layer (``self.head.weight``) is nearly harmless: the random layer after it
+    breaks the symmetry. Zeroing every layer of a kind is the bug.
+    """
+    root = weight
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value == "self":
+        return False
+    for ancestor in ctx.ancestors(at):
+        if isinstance(ancestor, cst.For) and root.value in bound_names(ancestor.target):
+            return True
+        if isinstance(ancestor, cst.FunctionDef):
+            return is_parameter(ancestor, root.value)
+    return False

@@ -1,0 +1,1 @@
+"""Optimization bugs: learning rate, schedule, optimizer choice and state, batch size."""

@@ -1,0 +1,121 @@
+"""The ``change_batch_size`` operator (ChangeBatchSize)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.optim._shared import _times, factor_literal
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    as_factor,
+    find_arg,
+    has_star_args,
+    is_data_loader,
+    is_training_loader,
+    number_literal,
+    number_value,
+    with_arg_value,
+)
+
+
+class ChangeBatchSize(Operator):
+    """Multiply the training DataLoader's ``batch_size`` by ``factor`` (x8, or x1/8).
+
+    Bug: a batch size changed without retuning anything else (a GPU with more memory, a
+    config copied from another run). Impact: with a fixed number of epochs, x8 means 8x
+    fewer optimizer steps at the same learning rate, so training ends markedly underfit
+    (and larger batches generalise a little worse); x1/8 means noisier gradients and 8x
+    more steps (slower, noisier curves, sometimes instability at the old LR). Validation
+    loaders are not sites. Fix: scale the LR with the batch size (linear rule for SGD,
+    ~sqrt for Adam) and budget in steps, not epochs. Check: count optimizer steps per
+    epoch; compare loss-vs-steps and loss-vs-samples curves with the reference.
+    """
+
+    name = "change_batch_size"
+    category = "optim"
+    summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {"factor": Param(8.0, "multiplier applied to batch_size")}
+    variants = ({"factor": 0.125},)
+    examples = (
+        Example(
+            before=(
+                "from torch.utils.data import DataLoader\n"
+                "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)\n"
+            ),
+            after=(
+                "from torch.utils.data import DataLoader\n"
+                "train_loader = DataLoader(train_ds, batch_size=512, shuffle=True)\n"
+            ),
+        ),
+        Example(
+            before=(
+                "import torch\n"
+                "loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True)\n"
+            ),
+            after=(
+                "import torch\n"
+                "loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size * 8, shuffle=True)\n"
+            ),
+        ),
+        Example(
+            before="from torch.utils.data import DataLoader\ndl = DataLoader(train_set, 64)\n",
+            after="from torch.utils.data import DataLoader\ndl = DataLoader(train_set, 8)\n",
+            params={"factor": 0.125},
+        ),
+        Example(
+            before=(
+                "from torch.utils.data import DataLoader\n"
+                "fit(DataLoader(train_ds, batch_size=bs, shuffle=True))\n"
+            ),
+            after=(
+                "from torch.utils.data import DataLoader\n"
+                "fit(DataLoader(train_ds, batch_size=max(1, bs // 8), shuffle=True))\n"
+            ),
+            params={"factor": 0.125},
+        ),
+    )
+    non_examples = (
+        "from torch.utils.data import DataLoader\nval_loader = DataLoader(val_ds, batch_size=256)\n",
+        "from torch.utils.data import DataLoader\n"
+        "test_loader = DataLoader(test_ds, batch_size=64, shuffle=True)\n",
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=None)\n",
+        "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(train_ds, shuffle=True)\n",
+    )
+
+    def _batch_size(self, node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
+        if not isinstance(node, cst.Call) or has_star_args(node):
+            return None
+        if not is_data_loader(node, ctx):
+            return None
+        size = find_arg(node, "batch_size", 1)
+        if size is None or (isinstance(size.value, cst.Name) and size.value.value == "None"):
+            return None
+        return size if is_training_loader(node, ctx) else None
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._batch_size(node, ctx) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        size = self._batch_size(node, ctx)
+        assert size is not None and isinstance(node, cst.Call)
+        return with_arg_value(node, size, self._scaled(size.value))
+
+    def _scaled(self, size: cst.BaseExpression) -> cst.BaseExpression:
+        factor = self.params["factor"]
+        value = number_value(size)
+        if value is not None:
+            return number_literal(max(1, int(value * factor)), integer=True)
+        if factor >= 1:
+            return _times(size, factor)
+        divisor = 1 / factor
+        if abs(divisor - round(divisor)) < 1e-9:  # x0.125 reads best as // 8
+            smaller: cst.BaseExpression = cst.BinaryOperation(
+                as_factor(size), cst.FloorDivide(), cst.Integer(str(round(divisor)))
+            )
+        else:
+            product = cst.BinaryOperation(as_factor(size), cst.Multiply(), factor_literal(factor))
+            smaller = cst.Call(cst.Name("int"), [cst.Arg(product)])
+        return cst.Call(cst.Name("max"), [cst.Arg(cst.Integer("1")), cst.Arg(smaller)])

@@ -1,0 +1,54 @@
+"""The ``drop_scheduler_step`` operator (DropSchedulerStep)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator
+from mutator.semantics import is_scheduler_step
+
+
+class DropSchedulerStep(Operator):
+    """Delete ``scheduler.step()``.
+
+    Bug: the learning-rate scheduler is built but never advanced. Impact: the LR stays at
+    its initial value: no decay (the loss plateaus higher than it should late in training,
+    slightly worse final metrics); with a warmup schedule the LR stays at the first, tiny
+    warmup value forever and training barely moves. Fix: call ``scheduler.step()`` once per
+    epoch (epoch schedules) or once per optimizer step (warmup/OneCycle/per-step lambdas),
+    after ``optimizer.step()``. Check: log ``scheduler.get_last_lr()`` (or the optimizer's
+    ``param_groups[0]["lr"]``) every epoch: it never changes.
+    """
+
+    name = "drop_scheduler_step"
+    category = "optim"
+    summary = "Remove scheduler.step(): the learning rate never follows its schedule."
+    expected = "degrades"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before="for epoch in range(3):\n    train(model)\n    scheduler.step()\n",
+            after="for epoch in range(3):\n    train(model)\n",
+        ),
+        Example(
+            before=(
+                "from torch.optim import lr_scheduler\n"
+                "plateau = lr_scheduler.ReduceLROnPlateau(opt)\nplateau.step(val_loss)\n"
+            ),
+            after=(
+                "from torch.optim import lr_scheduler\nplateau = lr_scheduler.ReduceLROnPlateau(opt)\n"
+            ),
+        ),
+    )
+    non_examples = (
+        "optimizer.step()\n",
+        "import torch\nopt = torch.optim.SGD(ps, lr=0.1)\nopt.step()\n",
+        "scaler.step(optimizer)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return is_scheduler_step(node, ctx)
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+        return cst.RemoveFromParent()

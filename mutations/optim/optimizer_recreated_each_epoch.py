@@ -1,0 +1,135 @@
+"""The ``optimizer_recreated_each_epoch`` operator (OptimizerRecreatedEachEpoch)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    dotted_name,
+    find_arg,
+    mentions,
+    number_value,
+    optimizer_class,
+    single_assignment,
+)
+
+
+def _is_stateful(call: cst.Call, optimizer: str) -> bool:
+    """Plain SGD keeps no state: recreating it changes nothing."""
+    if optimizer != "SGD":
+        return True
+    momentum = find_arg(call, "momentum", 2)
+    return momentum is not None and number_value(momentum.value) != 0
+
+
+def _is_epoch_loop(loop: cst.CSTNode, ctx: Context) -> bool:
+    """``for epoch in range(...)`` or any loop holding another loop (the batch loop)."""
+    if isinstance(loop, cst.For) and "epoch" in ctx.code(loop.target).lower():
+        return True
+    if not isinstance(loop, (cst.For, cst.While)):
+        return False
+    return bool(ctx.nodes_within(loop.body, cst.For) or ctx.nodes_within(loop.body, cst.While))
+
+
+class OptimizerRecreatedEachEpoch(Operator):
+    """Construct the optimizer at the top of every epoch (moved into the epoch loop, or
+    copied there when code before the loop, such as a scheduler, needs it).
+
+    Bug: ``optimizer = Adam(model.parameters(), ...)`` inside the epoch loop. Impact: the
+    optimizer state is thrown away every epoch: Adam's moment estimates and bias
+    correction restart (large, noisy first steps each epoch), SGD momentum restarts from
+    zero; a scheduler still drives the old optimizer, so the new one keeps the initial LR
+    and the schedule silently stops working. Loss curves show a bump at each epoch
+    boundary. Plain SGD without momentum has no state and is not a site. Fix: build the
+    optimizer (and scheduler) once, before the loop; reload its ``state_dict`` when
+    resuming. Check: assert ``id(optimizer)`` is constant across epochs; plot per-step loss
+    (spikes at epoch starts) and the LR actually used.
+    """
+
+    name = "optimizer_recreated_each_epoch"
+    category = "optim"
+    summary = "Build the optimizer inside the epoch loop: its state (moments, momentum) resets."
+    expected = "degrades"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before=(
+                "import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n\n"
+                "for epoch in range(10):\n    # one pass\n    train_one_epoch(model, loader, opt)\n"
+            ),
+            after=(
+                "import torch\n\nfor epoch in range(10):\n"
+                "    # one pass\n    opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+                "    train_one_epoch(model, loader, opt)\n"
+            ),
+        ),
+        Example(
+            before=(
+                "import torch\ndef main(model, loader):\n"
+                "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
+                "    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 5)\n"
+                "    for epoch in range(10):\n        for x, y in loader:\n"
+                "            step(model, optimizer, x, y)\n        scheduler.step()\n"
+            ),
+            after=(
+                "import torch\ndef main(model, loader):\n"
+                "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
+                "    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 5)\n"
+                "    for epoch in range(10):\n"
+                "        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
+                "        for x, y in loader:\n"
+                "            step(model, optimizer, x, y)\n        scheduler.step()\n"
+            ),
+        ),
+    )
+    non_examples = (
+        # Plain SGD has no state to lose.
+        "import torch\nopt = torch.optim.SGD(ps, lr=0.1)\nfor epoch in range(3):\n    fit(opt)\n",
+        # The loop never uses this optimizer (a trainer holds it).
+        "import torch\nopt = torch.optim.Adam(ps)\ntrainer = T(opt)\nfor epoch in range(3):\n    trainer.fit()\n",
+        # A batch loop is not an epoch loop.
+        "import torch\nopt = torch.optim.Adam(ps)\nfor x, y in loader:\n    step(opt, x, y)\n",
+    )
+
+    def _plan(self, node: cst.CSTNode, ctx: Context) -> tuple[str, cst.CSTNode, bool] | None:
+        """(optimizer name, epoch loop, whether code before the loop still needs the original)."""
+        assign = single_assignment(node)
+        if assign is None:
+            return None
+        name = dotted_name(assign.targets[0].target)
+        optimizer = optimizer_class(assign.value, ctx)
+        if name is None or optimizer is None:
+            return None
+        assert isinstance(assign.value, cst.Call)
+        if not _is_stateful(assign.value, optimizer):
+            return None
+        between = []
+        for statement in ctx.following_statements(node):
+            if isinstance(statement, (cst.For, cst.While)) and mentions(statement, name, ctx):
+                if not _is_epoch_loop(statement, ctx) or not isinstance(
+                    statement.body, cst.IndentedBlock
+                ):
+                    return None
+                needed = any(mentions(other, name, ctx) for other in between)
+                return name, statement, needed
+            between.append(statement)
+        return None
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._plan(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        plan = self._plan(node, ctx)
+        assert plan is not None
+        _, loop, needed = plan
+        assert isinstance(loop, (cst.For, cst.While)) and isinstance(loop.body, cst.IndentedBlock)
+        first = loop.body.body[0]
+        inside = node.with_changes(leading_lines=first.leading_lines)
+        edits: dict[cst.CSTNode, Replacement] = {
+            first: cst.FlattenSentinel([inside, first.with_changes(leading_lines=())])
+        }
+        if not needed:
+            edits[node] = cst.RemoveFromParent()
+        return edits

@@ -1,0 +1,83 @@
+"""The ``scale_lr`` operator (ScaleLr)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.optim._shared import DEFAULT_LR, _times, optimizer_call
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    find_arg,
+    number_literal,
+    optimizer_class,
+    with_arg_value,
+    with_keyword,
+)
+
+
+class ScaleLr(Operator):
+    """Multiply the learning rate given to the optimizer by ``factor``.
+
+    Bug: a learning rate off by orders of magnitude (a wrong unit, ``1e-1`` typed for
+    ``1e-3``, a value tuned for another optimizer or batch size). Impact: too high (x100)
+    and the loss oscillates, spikes or turns NaN within a few steps; too low (x0.01) and
+    the loss barely moves for the whole budget, which looks like a model that cannot
+    learn. An optimizer without ``lr=`` gets its PyTorch default scaled. Fix: sweep the
+    learning rate on a log scale and pick from the early-loss curve; rescale when the
+    batch size or optimizer changes. Check: an LR range test, or overfit one batch (too
+    low: it does not; too high: it diverges); log the update/weight ratio (~1e-3 is sane).
+    """
+
+    name = "scale_lr"
+    category = "optim"
+    summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
+    expected = "breaks_training"
+    node_types = (cst.Call,)
+    parameters = {"factor": Param(100.0, "multiplier applied to the learning rate")}
+    variants = ({"factor": 0.01},)
+    examples = (
+        Example(
+            before="import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
+            after="import torch\nopt = torch.optim.Adam(model.parameters(), lr=0.1)\n",
+        ),
+        Example(
+            before="from torch import optim\nopt = optim.AdamW(params, lr=args.lr)\n",
+            after="from torch import optim\nopt = optim.AdamW(params, lr=args.lr * 100)\n",
+        ),
+        Example(
+            before="from torch.optim import SGD\nopt = SGD(params, 0.1, momentum=0.9)\n",
+            after="from torch.optim import SGD\nopt = SGD(params, 0.001, momentum=0.9)\n",
+            params={"factor": 0.01},
+        ),
+        Example(
+            before="import torch.optim as optim\nopt = optim.RMSprop(net.parameters())\n",
+            after="import torch.optim as optim\nopt = optim.RMSprop(net.parameters(), lr=1.0)\n",
+        ),
+        Example(
+            before="import torch\nopt = torch.optim.Adam(ps, lr=base_lr + extra)\n",
+            after="import torch\nopt = torch.optim.Adam(ps, lr=(base_lr + extra) * 0.01)\n",
+            params={"factor": 0.01},
+        ),
+    )
+    non_examples = (
+        "import torch\nsched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1)\n",
+        "lr = 1e-3\n",
+        "import torch\nopt = torch.optim.Adam(model.parameters(), **cfg)\n",
+        "run(model, lr=1e-3)\n",
+    )
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        found = optimizer_call(node, ctx)
+        return found is not None and (
+            find_arg(found[0], "lr", 1) is not None or found[1] in DEFAULT_LR
+        )
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        assert isinstance(node, cst.Call)
+        factor = self.params["factor"]
+        lr = find_arg(node, "lr", 1)
+        if lr is None:
+            default = DEFAULT_LR[optimizer_class(node, ctx) or ""]
+            return with_keyword(node, "lr", number_literal(default * factor))
+        return with_arg_value(node, lr, _times(lr.value, factor))

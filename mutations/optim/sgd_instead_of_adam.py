@@ -1,0 +1,82 @@
+"""The ``sgd_instead_of_adam`` operator (SgdInsteadOfAdam)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.optim._shared import DEFAULT_LR, optimizer_call
+from mutator.context import Context
+from mutator.operator import Example, Operator, Replacement
+from mutator.semantics import (
+    closed_args,
+    find_arg,
+    number_literal,
+    positional_args,
+    renamed_callee,
+    with_keyword,
+)
+
+_ADAM_ONLY_KEYWORDS = frozenset({"betas", "eps", "amsgrad", "capturable", "decoupled_weight_decay"})
+
+
+class SgdInsteadOfAdam(Operator):
+    """Replace ``Adam``/``AdamW`` by plain ``SGD`` with the same learning rate.
+
+    Bug: the optimizer is swapped (a copy-paste from another script, a config default)
+    while the learning rate stays tuned for Adam. Impact: plain SGD at an Adam-sized LR
+    (~1e-3) takes tiny steps without per-parameter scaling or momentum: the loss falls
+    far more slowly and the run ends badly underfit. Adam-only arguments (``betas``,
+    ``eps``, ``amsgrad``) are dropped so the mutant runs; Adam's default LR is written
+    out. Fix: keep the optimizer the LR was tuned for, or retune (SGD typically needs
+    ~0.1 with momentum 0.9). Check: overfit one batch (slow), log the update/weight ratio
+    (orders of magnitude below 1e-3).
+    """
+
+    name = "sgd_instead_of_adam"
+    category = "optim"
+    summary = "Use plain SGD with Adam's learning rate: updates become far too small."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="import torch.optim as optim\nopt = optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))\n",
+            after="import torch.optim as optim\nopt = optim.SGD(model.parameters(), lr=1e-3)\n",
+        ),
+        Example(
+            before="from torch.optim import AdamW\nopt = AdamW(params, weight_decay=0.1)\n",
+            after="from torch.optim import SGD, AdamW\nopt = SGD(params, weight_decay=0.1, lr=0.001)\n",
+        ),
+    )
+    non_examples = (
+        "import torch\nopt = torch.optim.SGD(params, lr=0.1)\n",
+        "import torch\nopt = torch.optim.Adam(params, **kw)\n",
+    )
+
+    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        found = optimizer_call(node, ctx)
+        if found is None or found[1] not in ("Adam", "AdamW"):
+            return None
+        node, optimizer = found
+        swapped = renamed_callee(node.func, ctx, "SGD", new_first=True)
+        if swapped is None:
+            return None
+        callee, extra = swapped
+        positional = positional_args(node)[:2]  # params, lr
+        keywords = [
+            arg
+            for arg in node.args
+            if arg.keyword is not None and arg.keyword.value not in _ADAM_ONLY_KEYWORDS
+        ]
+        args = closed_args([*positional, *keywords])
+        call = node.with_changes(func=callee, args=args)
+        if find_arg(call, "lr", 1) is None:
+            call = with_keyword(call, "lr", number_literal(DEFAULT_LR[optimizer]))
+        return {node: call, **extra}
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._edits(node, ctx) is not None
+
+    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        edits = self._edits(node, ctx)
+        assert edits is not None
+        return edits

@@ -1,0 +1,83 @@
+"""The ``weight_decay_too_high`` operator (WeightDecayTooHigh)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutations.optim._shared import _times, optimizer_call
+from mutator.context import Context
+from mutator.operator import Example, Operator, Param
+from mutator.semantics import (
+    find_arg,
+    number_literal,
+    number_value,
+    with_arg_value,
+    with_keyword,
+)
+
+# Decay PyTorch applies when ``weight_decay`` is not given (non-zero only for AdamW).
+_DEFAULT_WEIGHT_DECAY = {"AdamW": 0.01}
+
+
+class WeightDecayTooHigh(Operator):
+    """Multiply the optimizer's ``weight_decay`` by ``factor`` (AdamW's implicit 0.01 too).
+
+    Bug: a regularisation strength off by orders of magnitude (a value meant for decoupled
+    AdamW given to coupled SGD/Adam, ``5e-2`` typed for ``5e-4``). Impact: the decay term
+    dominates the gradient, weights shrink towards zero and the model underfits: the
+    training loss plateaus well above the reference and accuracy stays low; at the
+    extreme the loss drifts back up to chance level. Fix: typical values are 1e-4 to 5e-4
+    for SGD/Adam (coupled L2) and 0.01 to 0.1 for AdamW; tune on validation data. Check:
+    log the global weight norm (it collapses) and compare the training loss with a run
+    without decay.
+    """
+
+    name = "weight_decay_too_high"
+    category = "optim"
+    summary = "Multiply weight_decay by a factor (x100): weights shrink, the model underfits."
+    expected = "degrades"
+    node_types = (cst.Call,)
+    parameters = {"factor": Param(100.0, "multiplier applied to weight_decay")}
+    examples = (
+        Example(
+            before="import torch\nopt = torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=5e-4)\n",
+            after="import torch\nopt = torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.05)\n",
+        ),
+        Example(
+            before="from torch import optim\nopt = optim.AdamW(ps, lr=1e-3)\n",
+            after="from torch import optim\nopt = optim.AdamW(ps, lr=1e-3, weight_decay=1.0)\n",
+        ),
+        Example(
+            before="import torch\nopt = torch.optim.Adam(ps, weight_decay=cfg.wd)\n",
+            after="import torch\nopt = torch.optim.Adam(ps, weight_decay=cfg.wd * 100)\n",
+        ),
+    )
+    non_examples = (
+        "import torch\nopt = torch.optim.Adam(ps, lr=1e-3)\n",
+        "import torch\nopt = torch.optim.SGD(ps, lr=0.1, weight_decay=0)\n",
+        "model = build(weight_decay=5e-4)\n",
+    )
+
+    def _decay(self, node: cst.CSTNode, ctx: Context) -> tuple[str, cst.Arg | None] | None:
+        found = optimizer_call(node, ctx)
+        if found is None:
+            return None
+        call, optimizer = found
+        decay = find_arg(call, "weight_decay")
+        if decay is None:
+            return (optimizer, None) if optimizer in _DEFAULT_WEIGHT_DECAY else None
+        return None if number_value(decay.value) == 0 else (optimizer, decay)
+
+    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+        return self._decay(node, ctx) is not None
+
+    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        found = self._decay(node, ctx)
+        assert found is not None and isinstance(node, cst.Call)
+        optimizer, decay = found
+        factor = self.params["factor"]
+        if decay is None:
+            return with_keyword(
+                node, "weight_decay", number_literal(_DEFAULT_WEIGHT_DECAY[optimizer] * factor)
+            )
+        return with_arg_value(node, decay, _times(decay.value, factor))
