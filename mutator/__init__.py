@@ -14,11 +14,12 @@ from mutator.engine import (
     first_order_mutants,
     higher_order_mutants,
 )
-from mutator.operator import CATEGORIES, SEVERITIES, Example, Operator, Param
+from mutator.operator import CATEGORIES, SEVERITIES, Edits, Example, Operator, Param, Swap
 
 __all__ = [
     "CATEGORIES",
     "SEVERITIES",
+    "Edits",
     "Example",
     "Mutant",
     "MutationError",
@@ -26,6 +27,7 @@ __all__ = [
     "Param",
     "Site",
     "SourceFile",
+    "Swap",
     "apply_sites",
     "choose_higher_order",
     "first_order_mutants",

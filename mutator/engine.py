@@ -21,7 +21,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper
 
 from mutator.context import Context
-from mutator.operator import Operator, Replacement
+from mutator.operator import Edits, Operator, Replacement
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
 PART_SEPARATOR = "+"
@@ -161,28 +161,31 @@ class SourceFile:
         ctx = self.context
         found: list[Site] = []
         counters: dict[tuple[str, str], int] = defaultdict(int)
-        candidates: list[tuple[tuple[int, int], int, Operator, cst.CSTNode]] = []
+        candidates: list[tuple[tuple[int, int], int, Operator, cst.CSTNode, Edits]] = []
         for order, operator in enumerate(operators):
             for node_type in operator.node_types:
                 for node in ctx.nodes(node_type):
-                    if operator.match(node, ctx):
+                    # One analysis per candidate: plan decides and builds the edits at once.
+                    edits = operator.plan(node, ctx)
+                    if edits:
                         where = ctx.position(node).start
-                        candidates.append(((where.line, where.column), order, operator, node))
+                        candidates.append(
+                            ((where.line, where.column), order, operator, node, edits)
+                        )
         candidates.sort(key=lambda item: (item[0], item[1]))
-        for (line, column), _, operator, node in candidates:
+        for (line, column), _, operator, node, edits in candidates:
             scope = self._scope_of.get(id(node), "<module>")
             key = (scope, operator.label)
             ordinal = counters[key]
             counters[key] += 1
             site = Site(operator, node, scope, ordinal, line, column, self.target)
-            self._resolve_edits(site)
+            self._set_edits(site, edits)
             if self._skipped(site):
                 continue
             found.append(site)
         return found
 
-    def _resolve_edits(self, site: Site) -> None:
-        edits = site.operator.edits(site.node, self.context)
+    def _set_edits(self, site: Site, edits: Edits) -> None:
         site.edits = {id(node): (node, replacement) for node, replacement in edits.items()}
         spans = []
         for node, _ in site.edits.values():

@@ -1,13 +1,17 @@
 """The operator contract: a small declarative class per bug.
 
-An operator says *where* it applies (``node_types`` + ``match``) and *how* it rewrites
-a site (``rewrite``, or ``edits`` when a bug touches more than one node, e.g. moving a
-statement). It never walks the tree, numbers sites or touches files: the engine does.
+An operator declares the node types it looks at (``node_types``) and implements one
+method, ``plan(node, ctx) -> Edits | None``: the replacements of one site keyed by original
+node, or None where it does not apply. The engine calls it once per candidate node. A bug
+that replaces just the site node derives from ``Swap`` and implements ``swap`` instead.
+An operator never walks the tree, numbers sites or touches files: the engine does.
 """
 
 from __future__ import annotations
 
 import inspect
+import textwrap
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,6 +26,14 @@ SEVERITIES = ("crash", "breaks_training", "degrades", "silent", "cost_only")
 
 # What a rewrite may return for a node: a new node, a removal, or several statements.
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
+# All node replacements of one site, keyed by original node (the keys are its footprint).
+Edits = dict[cst.CSTNode, Replacement]
+
+
+def code_block(text: str) -> str:
+    """Example code as written in a class body: an indented triple-quoted block starting
+    on the line after the quotes becomes the code it holds (dedented, no leading newline)."""
+    return textwrap.dedent(text[1:] if text.startswith("\n") else text)
 
 
 @dataclass(frozen=True)
@@ -41,19 +53,23 @@ class Example:
     after: str
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "before", code_block(self.before))
+        object.__setattr__(self, "after", code_block(self.after))
 
-class Operator:
+
+class Operator(ABC):
     """Base class of every mutation operator.
 
-    Subclasses set the class attributes below and implement ``match`` and ``rewrite``
-    (or ``edits``). Instances carry parameter values: ``ScaleLr(factor=0.01)``.
+    Subclasses set the class attributes below and implement ``plan`` (or derive from
+    ``Swap``). Instances carry parameter values: ``ScaleLr(factor=0.01)``.
     """
 
     name: ClassVar[str] = ""
     category: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     expected: ClassVar[str] = ""
-    # libcst node classes the engine offers to ``match`` (one dispatch pass over the tree).
+    # libcst node classes the engine offers to ``plan`` (one dispatch pass over the tree).
     node_types: ClassVar[tuple[type[cst.CSTNode], ...]] = ()
     parameters: ClassVar[Mapping[str, Param]] = {}
     # Parameter sets a full sweep runs besides the defaults (e.g. scale_lr factor=0.01).
@@ -87,6 +103,13 @@ class Operator:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        legacy = sorted({"match", "rewrite", "edits"} & set(vars(cls)))
+        if legacy:
+            raise TypeError(
+                f"operator {cls.__name__}: {', '.join(legacy)} is no longer called; implement "
+                "plan(node, ctx) -> Edits | None (or derive from Swap and implement swap)"
+            )
+        cls.non_examples = tuple(code_block(text) for text in cls.non_examples)
         if inspect.isabstract(cls) or not cls.name:
             return
         problems = []
@@ -102,38 +125,10 @@ class Operator:
             raise TypeError(f"operator {cls.__name__}: " + "; ".join(problems))
 
     # -- what subclasses implement -------------------------------------------------
-    # Either ``match`` + ``rewrite`` (one node replaced), or ``match`` + ``edits`` (several
-    # nodes), or ``plan`` alone when deciding where the bug goes already builds its edits.
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        """Is ``node`` a site of this operator? ``node`` is one of ``node_types``."""
-        if self._plans():
-            return self.plan(node, ctx) is not None
-        raise NotImplementedError
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> Replacement:
-        """The replacement of the site node."""
-        raise NotImplementedError
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        """All node replacements of one site, keyed by original node.
-
-        Override when a bug touches several nodes (a moved statement removes one and
-        extends another). The keys define the site's footprint for overlap checks.
-        """
-        if self._plans():
-            planned = self.plan(node, ctx)
-            assert planned is not None, f"{self.name}: edits() asked for a node it did not match"
-            return planned
-        return {node: self.rewrite(node, ctx)}
-
-    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
-        """The site's edits, or None where the operator does not apply (``match`` and
-        ``edits`` then follow from it)."""
-        return None
-
-    @classmethod
-    def _plans(cls) -> bool:
-        return cls.plan is not Operator.plan
+    @abstractmethod
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        """The edits of the site at ``node`` (one of ``node_types``), or None where the
+        operator does not apply. Called once per candidate: decide and build together."""
 
     # -- identity ------------------------------------------------------------------
     @property
@@ -155,3 +150,15 @@ class Operator:
 
     def __repr__(self) -> str:
         return f"<operator {self.label}>"
+
+
+class Swap(Operator):
+    """An operator whose bug replaces the site node alone: implement ``swap``."""
+
+    @abstractmethod
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        """The replacement of ``node``, or None where the operator does not apply."""
+
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        replacement = self.swap(node, ctx)
+        return None if replacement is None else {node: replacement}

@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 
 from mutations.registry import get_operator, operator_classes, resolve
-from mutator import MutationError, Operator, Param, SourceFile, choose_higher_order
+from mutator import Example, MutationError, Operator, Param, SourceFile, Swap, choose_higher_order
 from mutator.context import Context
 from mutator.semantics import find_arg, number_value
 from mutator.semantics import resolve as resolve_name
@@ -36,7 +36,7 @@ class Trainer:
 """
 
 
-class ScaleConstant(Operator):
+class ScaleConstant(Swap):
     """Multiply a ``lr=`` keyword literal. A throwaway operator for engine tests: it is defined
     outside the operator modules, so the registry never lists it. Fix: none. Check: none; it only
     exercises declared parameters, labels and identities in the engine's own tests here."""
@@ -48,16 +48,13 @@ class ScaleConstant(Operator):
     node_types = (cst.Arg,)
     parameters = {"factor": Param(10.0, "multiplier")}
 
-    def match(self, node, ctx: Context) -> bool:
-        return (
-            node.keyword is not None
-            and node.keyword.value == "lr"
-            and number_value(node.value) is not None
-        )
-
-    def rewrite(self, node, ctx: Context):
-        value = number_value(node.value) * self.params["factor"]
-        return node.with_changes(value=cst.Float(repr(value)))
+    def swap(self, node, ctx: Context):
+        if node.keyword is None or node.keyword.value != "lr":
+            return None
+        value = number_value(node.value)
+        if value is None:
+            return None
+        return node.with_changes(value=cst.Float(repr(value * self.params["factor"])))
 
 
 def identities(source: str, *names: str) -> list[str]:
@@ -230,7 +227,7 @@ def test_import_aliases_resolve_to_qualified_names():
 class DropLrKeyword(Operator):
     """Remove an ``lr=`` keyword, written with ``plan`` alone. A throwaway operator for the
     engine's tests (outside the operator modules, so never registered). Fix: none. Check:
-    none; it only shows that ``match`` and ``edits`` follow from ``plan``."""
+    none; it only shows a multi-node-capable ``plan`` and that it runs once per candidate."""
 
     name = "test_drop_lr_keyword"
     category = "optim"
@@ -238,7 +235,10 @@ class DropLrKeyword(Operator):
     expected = "degrades"
     node_types = (cst.Call,)
 
+    calls = 0
+
     def plan(self, node, ctx: Context):
+        DropLrKeyword.calls += 1
         arg = find_arg(node, keyword="lr")
         if arg is None:
             return None
@@ -247,8 +247,49 @@ class DropLrKeyword(Operator):
         return {node: node.with_changes(args=args)}
 
 
-def test_an_operator_can_be_written_with_plan_alone():
+def test_plan_is_called_once_per_candidate_node():
     source = SourceFile("opt = SGD(p, lr=0.1)\nsched = Step(opt, 3)\n", "t.py")
+    DropLrKeyword.calls = 0
     sites = source.find_sites([DropLrKeyword()])
+    assert DropLrKeyword.calls == len(source.context.nodes(cst.Call)) == 2
     assert [site.identity for site in sites] == ["t.py::<module>::test_drop_lr_keyword#0"]
     assert source.apply(sites).source == "opt = SGD(p)\nsched = Step(opt, 3)\n"
+
+
+def test_an_operator_still_defining_match_or_rewrite_is_rejected_at_class_creation():
+    with pytest.raises(TypeError, match="match, rewrite is no longer called; implement plan"):
+
+        class Legacy(Operator):
+            def match(self, node, ctx):
+                return True
+
+            def rewrite(self, node, ctx):
+                return node
+
+
+def test_examples_and_non_examples_may_be_indented_blocks():
+    class Indented(Swap):
+        """Throwaway (no ``name``: never registered)."""
+
+        examples = (
+            Example(
+                before="""
+                    x = f(lr=0.1)
+                    if x:
+                        y = 2
+                """,
+                after="x = 1\n",
+            ),
+        )
+        non_examples = (
+            """
+            z = 3
+            """,
+        )
+
+        def swap(self, node, ctx):
+            return None
+
+    assert Indented.examples[0].before == "x = f(lr=0.1)\nif x:\n    y = 2\n"
+    assert Indented.examples[0].after == "x = 1\n"
+    assert Indented.non_examples == ("z = 3\n",)

@@ -13,7 +13,7 @@ from experiments import sweep as sweeps
 from experiments.harness import load_results
 from experiments.run import check_device, compose, main, to_sweep
 from mutations.registry import operator_classes
-from mutator import Operator, SourceFile
+from mutator import SourceFile, Swap
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = str(Path(__file__).parent / "scripts" / "train_tiny.py")
@@ -127,7 +127,7 @@ def test_all_operators_with_all_sites_and_shards_partition_the_mutants():
     assert all(sum(s.mutant is None for s in shard) == 2 for shard in shards)
 
 
-class _DoesNotCompile(Operator):
+class _DoesNotCompile(Swap):
     """Deliberately broken (no ``name``, so the registry never lists it): its rewrite
     yields code that does not compile, which the engine reports as an engine bug."""
 
@@ -136,10 +136,9 @@ class _DoesNotCompile(Operator):
     summary = "test only"
     node_types = (cst.SimpleStatementLine,)
 
-    def match(self, node, ctx):
-        return "zero_grad" in cst.Module([node]).code
-
-    def rewrite(self, node, ctx):
+    def swap(self, node, ctx):
+        if "zero_grad" not in cst.Module([node]).code:
+            return None
         return node.with_changes(body=[cst.Expr(cst.Name("def"))])  # a keyword as a name
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     callee_name,
     method_name,
@@ -13,7 +13,7 @@ from mutator.semantics import (
 )
 
 
-class BestStateWithoutCopy(Operator):
+class BestStateWithoutCopy(Swap):
     """Keep the "best" weights as ``model.state_dict()`` without copying them.
 
     Bug: ``best_state = copy.deepcopy(model.state_dict())`` becomes
@@ -81,13 +81,12 @@ class BestStateWithoutCopy(Operator):
             return state
         return None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         # Only a copy kept for later (``best = ...``), not one consumed on the spot.
         if not isinstance(ctx.parent(node), (cst.Assign, cst.AnnAssign)):
-            return False
-        return self._state_dict_call(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+            return None
+        if not (self._state_dict_call(node, ctx) is not None):
+            return None
         state = self._state_dict_call(node, ctx)
         assert state is not None
         return state

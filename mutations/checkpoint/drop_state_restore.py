@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     method_statement_receiver,
     receiver_kind,
@@ -16,7 +16,7 @@ from mutator.semantics import (
 _NOT_MODEL = frozenset({"optimizer", "scheduler", "scaler"})
 
 
-class _DropStateRestore(Operator):
+class _DropStateRestore(Swap):
     """Shared logic: delete a ``x.load_state_dict(...)`` line when ``x`` is of the right kind."""
 
     node_types = (cst.SimpleStatementLine,)
@@ -25,11 +25,10 @@ class _DropStateRestore(Operator):
         """Does a receiver of this kind (``receiver_kind``) hold the state this bug drops?"""
         raise NotImplementedError
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         receiver = method_statement_receiver(node, "load_state_dict")
-        return receiver is not None and self.restores(receiver_kind(receiver, ctx))
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+        if not (receiver is not None and self.restores(receiver_kind(receiver, ctx))):
+            return None
         return cst.RemoveFromParent()
 
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     resolve,
     without_list_element,
@@ -78,13 +78,6 @@ class DropInputNormalization(Operator):
         "avg = total / 16\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if isinstance(node, cst.Call):
-            return self._transform_list(node, ctx) is not None
-        group = normalization_group(node, ctx)
-        # One site per set of statistics: dropping only some would be a train/val mismatch.
-        return bool(group) and group[0] is node and self._outermost(node, ctx)
-
     def _outermost(self, node: cst.CSTNode, ctx: Context) -> bool:
         return not any(
             normalized_operand(a, ctx) is not None
@@ -103,9 +96,12 @@ class DropInputNormalization(Operator):
             return holder
         return None
 
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if isinstance(node, cst.Call):
             holder = self._transform_list(node, ctx)
-            return {holder: without_list_element(holder, node)}
-        group = [m for m in normalization_group(node, ctx) if self._outermost(m, ctx)]
-        return drop_normalizations(group, ctx)
+            return None if holder is None else {holder: without_list_element(holder, node)}
+        group = normalization_group(node, ctx)
+        # One site per set of statistics: dropping only some would be a train/val mismatch.
+        if not group or group[0] is not node or not self._outermost(node, ctx):
+            return None
+        return drop_normalizations([m for m in group if self._outermost(m, ctx)], ctx)

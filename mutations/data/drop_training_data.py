@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import head_bound, single_slice, split_training_side
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param, Replacement
+from mutator.operator import Edits, Example, Operator, Param, Replacement
 from mutator.semantics import (
     code_of,
     parse_expr,
@@ -65,11 +65,10 @@ class DropTrainingData(Operator):
         side = split_training_side(node, ctx)
         return side if side and all(head_bound(part) for part in side) else []
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         heads = self._training_heads(node, ctx)
-        return bool(heads) and heads[0] is node
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        if not (bool(heads) and heads[0] is node):
+            return None
         edits: dict[cst.CSTNode, Replacement] = {}
         for part in self._training_heads(node, ctx):
             bound = single_slice(part)

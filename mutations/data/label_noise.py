@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import rewritable_labels, training_labels
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     code_of,
     has_class_index_loss,
@@ -43,7 +43,7 @@ def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
     return "int" if has_class_index_loss(ctx) else None
 
 
-class LabelNoise(Operator):
+class LabelNoise(Swap):
     """Replace a fraction ``p`` of the training labels by random classes.
 
     Bug: a fraction of the class labels is wrong (annotation noise, a buggy label
@@ -93,11 +93,10 @@ class LabelNoise(Operator):
         "import torch\nds = TensorDataset(X, y)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         labels = rewritable_labels(node, ctx)
-        return labels is not None and _label_kind(labels.value, ctx) == "int"
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        if not (labels is not None and _label_kind(labels.value, ctx) == "int"):
+            return None
         labels = training_labels(node, ctx)
         torch = module_alias(ctx, "torch")
         y = code_of(labels.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     as_receiver,
     code_of,
@@ -68,7 +68,7 @@ def _is_constant_size(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Integer) and int(expr.value) >= 2
 
 
-class MixBatchDims(Operator):
+class MixBatchDims(Swap):
     """Flatten with the batch dimension in the wrong place, mixing samples within a batch.
 
     Bug: a tensor laid out (C, B, ...) or (T, B, ...) is flattened as if it were
@@ -144,10 +144,9 @@ class MixBatchDims(Operator):
             return "sample"
         return None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._layout(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (self._layout(node, ctx) is not None):
+            return None
         layout = self._layout(node, ctx)
         if method_name(node) == "flatten" or not isinstance(node.func, cst.Attribute):
             tensor = code_of(node.args[0].value if len(node.args) == 2 else node.func.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     closed_args,
     is_data_loader,
@@ -16,7 +16,7 @@ from mutator.semantics import (
 )
 
 
-class NoShuffle(Operator):
+class NoShuffle(Swap):
     """Turn off shuffling of the training data.
 
     Bug: the training ``DataLoader`` gets ``shuffle=False`` (or a per-epoch
@@ -65,15 +65,14 @@ class NoShuffle(Operator):
             return False
         return not isinstance(ctx.parent(node), cst.Subscript)
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if is_data_loader(node, ctx):
-            return shuffle_true(node) is not None and is_training_loader(node, ctx)
-        return isinstance(node, cst.Call) and self._epoch_permutation(node, ctx)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if is_data_loader(node, ctx):
             shuffle = shuffle_true(node)
+            if shuffle is None or not is_training_loader(node, ctx):
+                return None
             return with_arg_value(node, shuffle, cst.Name("False"))
+        if not isinstance(node, cst.Call) or not self._epoch_permutation(node, ctx):
+            return None
         args = closed_args(
             [a for a in node.args if a.keyword is None or a.keyword.value != "generator"]
         )

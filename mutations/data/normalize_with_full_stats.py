@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import normalized_operand
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     method_name,
     nodes_in_scope_of,
@@ -120,13 +120,12 @@ class NormalizeWithFullStats(Operator):
             if self._full_data(c, ctx) is not None and self._feeds_standardization(c, ctx)
         ]
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if self._full_data(node, ctx) is None or not self._feeds_standardization(node, ctx):
-            return False
+            return None
         # One site per statement: ``mean`` and ``std`` move to the full data together.
-        return self._sites_in_statement(node, ctx)[0] is node
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        if self._sites_in_statement(node, ctx)[0] is not node:
+            return None
         return {
             call.func.value: cst.Name(self._full_data(call, ctx))
             for call in self._sites_in_statement(node, ctx)

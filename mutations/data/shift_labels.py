@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import training_labels
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     as_receiver,
     bound_target,
@@ -16,7 +16,7 @@ from mutator.semantics import (
 )
 
 
-class ShiftLabels(Operator):
+class ShiftLabels(Swap):
     """Misalign labels and inputs by one sample.
 
     Bug: the label of sample ``i`` is paired with the input of sample ``i - 1``, the
@@ -105,21 +105,18 @@ class ShiftLabels(Operator):
             isinstance(last, cst.Name) and last.value == target.value for last in lasts
         )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if isinstance(node, cst.Call):
-            return training_labels(node, ctx, custom=False) is not None
-        return (
-            isinstance(node, cst.Subscript)
-            and self._getitem_index(node, ctx) is not None
-            and self._is_returned_label(node, ctx)
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if isinstance(node, cst.Call):
             labels = training_labels(node, ctx, custom=False)
+            if labels is None:
+                return None
             shifted = parse_expr(f"{code_of(as_receiver(labels.value))}.roll(1, dims=0)")
             return with_arg_value(node, labels, shifted)
+        if not isinstance(node, cst.Subscript):
+            return None
         index = self._getitem_index(node, ctx)
+        if index is None or not self._is_returned_label(node, ctx):
+            return None
         element = node.slice[0]
         return node.with_changes(
             slice=[element.with_changes(slice=cst.Index(parse_expr(f"{index} - 1")))]

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import rewritable_labels, training_labels
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     code_of,
     module_alias,
@@ -15,7 +15,7 @@ from mutator.semantics import (
 )
 
 
-class ShuffleLabels(Operator):
+class ShuffleLabels(Swap):
     """Permute the training labels independently of the inputs.
 
     Bug: labels are shuffled on their own (a permutation applied to ``y`` but not to
@@ -74,10 +74,9 @@ class ShuffleLabels(Operator):
         "import torch\nds = TensorDataset(X, torch.tensor(labels))\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return rewritable_labels(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (rewritable_labels(node, ctx) is not None):
+            return None
         labels = training_labels(node, ctx)
         torch = module_alias(ctx, "torch")
         value = labels.value

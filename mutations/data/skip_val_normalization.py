@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import drop_normalizations, normalization_group
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     split_role,
     split_role_of,
@@ -65,11 +65,10 @@ class SkipValNormalization(Operator):
         "X_val = (X_val - mean) / std\n",  # nothing normalized for training: not this bug
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         group = normalization_group(node, ctx)
         if not group or _normalization_role(node, ctx) != "eval":
-            return False
-        return any(_normalization_role(m, ctx) != "eval" for m in group)
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+            return None
+        if not (any(_normalization_role(m, ctx) != "eval" for m in group)):
+            return None
         return drop_normalizations([node], ctx)

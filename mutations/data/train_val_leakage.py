@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.data._shared import split_training_side
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     compact_code,
     find_arg,
@@ -88,17 +88,17 @@ class TrainValLeakage(Operator):
             return None
         return dataset, training
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if isinstance(node, cst.Call):
-            return self._leaky_loader(node, ctx) is not None
-        side = split_training_side(node, ctx)
-        return bool(side) and side[0] is node
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        if isinstance(node, cst.Call):
-            dataset, training = self._leaky_loader(node, ctx)
+            leaky = self._leaky_loader(node, ctx)
+            if leaky is None:
+                return None
+            dataset, training = leaky
             return {dataset.value: training.value.deep_clone()}
-        return {part: _unwrapped_subscript(part) for part in split_training_side(node, ctx)}
+        side = split_training_side(node, ctx)
+        if not side or side[0] is not node:
+            return None
+        return {part: _unwrapped_subscript(part) for part in side}
 
 
 def _unwrapped_subscript(part: cst.Subscript) -> cst.BaseExpression:

@@ -7,7 +7,7 @@ from collections import Counter
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     compact_code,
     nodes_in_scope_of,
@@ -93,7 +93,7 @@ def _unshifted_source(node: cst.CSTNode, ctx: Context) -> cst.Subscript | None:
     return None
 
 
-class UnshiftedLmTargets(Operator):
+class UnshiftedLmTargets(Swap):
     """Use the input tokens themselves as language-model targets (no shift by one).
 
     Bug: targets are taken from the same window as the inputs (``y = chunk[:-1]``
@@ -145,9 +145,8 @@ class UnshiftedLmTargets(Operator):
         "head, rest = items[:1], items[1:]\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return _unshifted_source(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (_unshifted_source(node, ctx) is not None):
+            return None
         source = _unshifted_source(node, ctx)
         return node.with_changes(slice=source.deep_clone().slice)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.device._shared import is_device_move
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     LABEL_WORDS,
     dotted_name,
@@ -77,7 +77,7 @@ def _element_roles(assign: cst.Assign, ctx: Context) -> list[tuple[int, str | No
     return roles
 
 
-class _DropBatchToDevice(Operator):
+class _DropBatchToDevice(Swap):
     """Shared logic: drop the device move of one batch variable of a given role."""
 
     role = ""
@@ -95,22 +95,19 @@ class _DropBatchToDevice(Operator):
             parent = ctx.parent(ctx.parent(parent))
         return isinstance(parent, cst.Assign)
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if isinstance(node, cst.Assign):
-            return self._assign_index(node, ctx) is not None
-        assert isinstance(node, cst.Call)
-        return (
-            is_device_move(node, ctx)
-            and not self._is_assigned(node, ctx)
-            and _role(receiver(node), ctx) == self.role
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if isinstance(node, cst.Call):
+            if (
+                not is_device_move(node, ctx)
+                or self._is_assigned(node, ctx)
+                or _role(receiver(node), ctx) != self.role
+            ):
+                return None
             return receiver(node)  # model(x.to(device)) -> model(x)
         assert isinstance(node, cst.Assign)
         index = self._assign_index(node, ctx)
-        assert index is not None
+        if index is None:
+            return None
         target, value = node.targets[0].target, node.value
         if not isinstance(value, cst.Tuple):
             assert isinstance(value, cst.Call)

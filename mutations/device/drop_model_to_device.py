@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.device._shared import is_device_move
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     bound_names,
     dotted_name,
@@ -15,7 +15,7 @@ from mutator.semantics import (
 )
 
 
-class DropModelToDevice(Operator):
+class DropModelToDevice(Swap):
     """Leave the model on the CPU: ``model = Net().to(device)`` -> ``model = Net()``, and
     ``model.to(device)`` / ``model = model.to(device)`` deleted.
 
@@ -76,10 +76,9 @@ class DropModelToDevice(Operator):
             return None
         return value if is_model(receiver(value), ctx) else None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._move(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (self._move(node, ctx) is not None):
+            return None
         move = self._move(node, ctx)
         assert move is not None
         unmoved = receiver(move)

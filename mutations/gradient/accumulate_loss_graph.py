@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._shared import backward_calls
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     dotted_name,
     dotted_names_in,
@@ -15,7 +15,7 @@ from mutator.semantics import (
 )
 
 
-class AccumulateLossGraph(Operator):
+class AccumulateLossGraph(Swap):
     """Accumulate the loss tensor instead of its value: ``total_loss += loss``.
 
     Bug: ``.item()`` is dropped from the running-loss sum. Impact: ``total_loss`` becomes a
@@ -73,11 +73,10 @@ class AccumulateLossGraph(Operator):
                     return expr
         return None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.AugAssign)
-        return self._item_call(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        if not (self._item_call(node, ctx) is not None):
+            return None
         assert isinstance(node, cst.AugAssign)
         item = self._item_call(node, ctx)
         assert item is not None and isinstance(item.func, cst.Attribute)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._shared import clip_call, nearest_preceding_backward
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import move_before
 
 
@@ -55,10 +55,9 @@ class ClipBeforeBackward(Operator):
         "loss.backward()\nif clip:\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return clip_call(node) is not None and nearest_preceding_backward(ctx, node) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if not (clip_call(node) is not None and nearest_preceding_backward(ctx, node) is not None):
+            return None
         backward = nearest_preceding_backward(ctx, node)
         assert backward is not None
         return move_before(node, backward)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     callee_name,
     dotted_name,
@@ -17,7 +17,7 @@ from mutator.semantics import (
 )
 
 
-class DetachHidden(Operator):
+class DetachHidden(Swap):
     """Add ``.detach()`` to an intermediate activation inside a module's ``forward``.
 
     Bug: ``x = self.fc1(x)`` becomes ``x = self.fc1(x).detach()`` (a leftover from
@@ -90,18 +90,17 @@ class DetachHidden(Operator):
         "    def forward(self, x):\n        x = self.fc(x)\n        return self.act(x)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.Assign)
         forward = _forward_of(node, ctx)
         if forward is None or len(node.targets) != 1:
-            return False
+            return None
         target = node.targets[0].target
         if not isinstance(target, cst.Name) or not _tensor_valued(node.value, forward, ctx):
-            return False
+            return None
         flow = _ForwardFlow(forward, ctx)
-        return flow.at_layer_output(node) and flow.feeds_a_layer(node, target.value)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        if not (flow.at_layer_output(node) and flow.feeds_a_layer(node, target.value)):
+            return None
         assert isinstance(node, cst.Assign)
         return node.with_changes(value=method_call(node.value, "detach"))
 

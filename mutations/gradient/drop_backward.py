@@ -6,10 +6,10 @@ import libcst as cst
 
 from mutations.gradient._shared import is_backward
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 
 
-class DropBackward(Operator):
+class DropBackward(Swap):
     """Delete the ``backward()`` call of the training step.
 
     Bug: the loss is computed and logged but never differentiated. Impact: no parameter
@@ -42,8 +42,7 @@ class DropBackward(Operator):
         "grads = torch.autograd.grad(loss, params)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_backward(node)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (is_backward(node)):
+            return None
         return cst.RemoveFromParent()

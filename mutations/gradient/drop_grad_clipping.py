@@ -6,11 +6,11 @@ import libcst as cst
 
 from mutations.gradient._shared import clip_call
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import expression_call
 
 
-class DropGradClipping(Operator):
+class DropGradClipping(Swap):
     """Delete the gradient-clipping call (``clip_grad_norm_`` / ``clip_grad_value_``).
 
     Bug: clipping is removed (a refactor, a copied loop without it). Impact: on a small,
@@ -49,8 +49,7 @@ class DropGradClipping(Operator):
         "x = torch.clamp(x, -1, 1)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return expression_call(node) is not None and clip_call(node) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (expression_call(node) is not None and clip_call(node) is not None):
+            return None
         return cst.RemoveFromParent()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     callee_name,
     dotted_name,
@@ -15,7 +15,7 @@ from mutator.semantics import (
 )
 
 
-class DropHiddenDetach(Operator):
+class DropHiddenDetach(Swap):
     """Remove the detach of a recurrent hidden state carried across batches.
 
     Bug: truncated back-propagation through time needs ``hidden = hidden.detach()`` (or
@@ -60,21 +60,22 @@ class DropHiddenDetach(Operator):
         "for x in batches:\n    with torch.no_grad():\n        h = h.detach()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assign = single_assignment(node)
         if assign is None:
-            return False
+            return None
         if ctx.enclosing(node, (cst.For, cst.While)) is None or in_no_grad(node, ctx):
-            return False
+            return None
         target = assign.targets[0].target
         parts = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
         state = [dotted_name(part) for part in parts]
         if None in state or not set(state) <= dotted_names_in(assign.value, ctx):
-            return False  # only re-binding the same state to its detached self
-        return any(
-            "detach" in (callee_name(call) or "") or "repackage" in (callee_name(call) or "")
-            for call in ctx.nodes_within(assign.value, cst.Call)
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+            return None  # only re-binding the same state to its detached self
+        if not (
+            any(
+                "detach" in (callee_name(call) or "") or "repackage" in (callee_name(call) or "")
+                for call in ctx.nodes_within(assign.value, cst.Call)
+            )
+        ):
+            return None
         return cst.RemoveFromParent()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import is_optimizer_step
 
 
-class DropOptimizerStep(Operator):
+class DropOptimizerStep(Swap):
     """Delete ``optimizer.step()`` (or ``scaler.step(optimizer)``) from the training step.
 
     Bug: gradients are computed every step but never applied. Impact: the weights never
@@ -52,8 +52,7 @@ class DropOptimizerStep(Operator):
         "scaler.step(model)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_optimizer_step(node, ctx)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (is_optimizer_step(node, ctx)):
+            return None
         return cst.RemoveFromParent()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import is_call_statement
 
 
-class DropZeroGrad(Operator):
+class DropZeroGrad(Swap):
     """Delete the ``zero_grad()`` call of the training step.
 
     Bug: gradients are never cleared, so every ``backward()`` adds onto the sum of all
@@ -53,8 +53,7 @@ class DropZeroGrad(Operator):
         "grads = opt.zero_grad\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_call_statement(node, "zero_grad")
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (is_call_statement(node, "zero_grad")):
+            return None
         return cst.RemoveFromParent()

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._shared import backward_calls
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     identifiers_in,
     in_no_grad,
@@ -17,7 +17,7 @@ from mutator.semantics import (
 )
 
 
-class LossFromItem(Operator):
+class LossFromItem(Swap):
     """Rebuild the loss from its Python value: ``torch.tensor(loss.item(), requires_grad=True)``.
 
     Bug: someone converts the loss to a number (for logging, or to "fix" a dtype/device
@@ -79,18 +79,17 @@ class LossFromItem(Operator):
             return parent
         return None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.Call)
         if not looks_like_loss_call(node, ctx) or in_no_grad(node, ctx):
-            return False
+            return None
         assign = self._assignment(node, ctx)
         if assign is None:
-            return False
+            return None
         target = assign.targets[0].target
         assert isinstance(target, cst.Name)
-        return _reaches_backward(ctx, assign, target.value)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        if not (_reaches_backward(ctx, assign, target.value)):
+            return None
         torch_name = module_alias(ctx, "torch", at=node)
         code = ctx.code(node)
         if torch_name is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     constructor_kind,
     find_arg,
@@ -13,7 +13,7 @@ from mutator.semantics import (
 )
 
 
-class OptimizerPartialParams(Operator):
+class OptimizerPartialParams(Swap):
     """Hand the optimizer only the last parameters: ``list(model.parameters())[-2:]``.
 
     Bug: the optimizer is built over a subset of the model (a fine-tuning recipe copied
@@ -56,17 +56,16 @@ class OptimizerPartialParams(Operator):
         "scheduler = torch.optim.lr_scheduler.StepLR(model.parameters(), 1)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.Call)
         if method_name(node) != "parameters" or node.args:
-            return False
+            return None
         arg = ctx.parent(node)
         constructor = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
         if not isinstance(constructor, cst.Call) or not isinstance(arg, cst.Arg):
-            return False
+            return None
         if find_arg(constructor, "params", 0) is not arg:
-            return False
-        return constructor_kind(constructor, ctx) == "optimizer"
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+            return None
+        if constructor_kind(constructor, ctx) != "optimizer":
+            return None
         return cst.parse_expression(f"list({ctx.code(node)})[-{self.params['keep']}:]")

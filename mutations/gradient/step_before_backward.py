@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._shared import nearest_preceding_backward
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     is_optimizer_step,
     move_before,
@@ -58,10 +58,9 @@ class StepBeforeBackward(Operator):
         "loss.backward()\nif (i + 1) % accum_steps == 0:\n    optimizer.step()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_optimizer_step(node, ctx) and nearest_preceding_backward(ctx, node) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if not (is_optimizer_step(node, ctx) and nearest_preceding_backward(ctx, node) is not None):
+            return None
         backward = nearest_preceding_backward(ctx, node)
         assert backward is not None
         return move_before(node, backward)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     is_optimizer_step,
     method_name,
@@ -59,16 +59,16 @@ class StepOutsideBatchLoop(Operator):
             return None
         return loop
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if not is_optimizer_step(node, ctx):
-            return False
+            return None
         loop = self._loop(node, ctx)
         # Only the batch loop: one that also runs backward() (not a loop over param groups).
-        return loop is not None and any(
-            method_name(call) == "backward" for call in ctx.nodes_within(loop, cst.Call)
-        )
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        if not (
+            loop is not None
+            and any(method_name(call) == "backward" for call in ctx.nodes_within(loop, cst.Call))
+        ):
+            return None
         loop = self._loop(node, ctx)
         assert loop is not None and isinstance(loop.body, cst.IndentedBlock)
         remaining = [statement for statement in loop.body.body if statement is not node]

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._shared import is_backward
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import dotted_name
 
 
@@ -61,25 +61,22 @@ class UnscaledGradAccumulation(Operator):
         code = ctx.code(expr).lower()
         return "loss" in code or "criterion" in code
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if isinstance(node, cst.AugAssign):
-            return (
+            if (
                 isinstance(node.operator, cst.DivideAssign)
                 and _accumulation_divisor(node.value)
                 and self._about_loss(node.target, ctx)
-            )
+            ):
+                return {node: cst.RemoveFromParent()}
+            return None
         assert isinstance(node, cst.BinaryOperation)
         if not isinstance(node.operator, cst.Divide) or not _accumulation_divisor(node.right):
-            return False
+            return None
         statement = ctx.statement_of(node)
-        return self._about_loss(node.left, ctx) or (
-            statement is not None and is_backward(statement)
-        )
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        if isinstance(node, cst.AugAssign):
-            return {node: cst.RemoveFromParent()}
-        assert isinstance(node, cst.BinaryOperation)
+        feeds_backward = statement is not None and is_backward(statement)
+        if not (self._about_loss(node.left, ctx) or feeds_backward):
+            return None
         parent = ctx.parent(node)
         if (
             isinstance(parent, cst.Assign)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     expression_call,
     is_call_statement,
@@ -46,10 +46,11 @@ class ZeroGradAfterBackward(Operator):
                 return statement
         return None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_call_statement(node, "zero_grad") and self._backward_after(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if not (
+            is_call_statement(node, "zero_grad") and self._backward_after(node, ctx) is not None
+        ):
+            return None
         backward = self._backward_after(node, ctx)
         assert backward is not None and expression_call(node) is not None
         return move_after(node, backward)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     CLASS_INDEX_LOSSES,
     find_arg,
@@ -19,7 +19,7 @@ from mutator.semantics import (
 )
 
 
-class FloatClassTargets(Operator):
+class FloatClassTargets(Swap):
     """Make the class-index targets of cross-entropy/NLL floating point.
 
     Bug: the label tensor is built with ``dtype=torch.float32`` instead of ``torch.long``
@@ -67,10 +67,9 @@ class FloatClassTargets(Operator):
         "import torch.nn.functional as F\nloss = F.cross_entropy(out, y.float())\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._replacement(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (self._replacement(node, ctx) is not None):
+            return None
         found = self._replacement(node, ctx)
         assert found is not None
         return found

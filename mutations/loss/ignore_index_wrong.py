@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     CLASS_INDEX_LOSSES,
     find_arg,
@@ -16,7 +16,7 @@ from mutator.semantics import (
 )
 
 
-class IgnoreIndexWrong(Operator):
+class IgnoreIndexWrong(Swap):
     """Set ``ignore_index`` of cross-entropy/NLL to a real class (0 by default).
 
     Bug: ``ignore_index=0`` is copied from NLP code where 0 is the padding token, into a
@@ -51,13 +51,12 @@ class IgnoreIndexWrong(Operator):
         "from torch import nn\ncriterion = nn.MSELoss()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if loss_site_kind(node, ctx, CLASS_INDEX_LOSSES) is None:
-            return False
+            return None
         assert isinstance(node, cst.Call)
         current = find_arg(node, keyword="ignore_index")
-        return current is None or number_value(current.value) != self.params["index"]
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        if not (current is None or number_value(current.value) != self.params["index"]):
+            return None
         assert isinstance(node, cst.Call)
         return with_keyword(node, "ignore_index", number_literal(int(self.params["index"])))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     LOSS_CLASSES,
     find_arg,
@@ -15,7 +15,7 @@ from mutator.semantics import (
 )
 
 
-class ReductionSum(Operator):
+class ReductionSum(Swap):
     """Sum the loss over the batch instead of averaging it (``reduction="sum"``).
 
     Bug: the loss (and so the gradient) scales with the batch size. Impact: with SGD the
@@ -48,15 +48,12 @@ class ReductionSum(Operator):
         "import torch.nn as nn\nlayer = nn.Linear(3, 4)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if loss_site_kind(node, ctx, LOSS_CLASSES) is None:
-            return False
+            return None
         assert isinstance(node, cst.Call)
-        current = find_arg(node, keyword="reduction")
-        if current is None:
-            return find_arg(node, keyword="size_average") is None
-        return keyword_string(node, "reduction") in ("mean", "batchmean")
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
-        assert isinstance(node, cst.Call)
-        return with_keyword(node, "reduction", cst.SimpleString('"sum"'))
+        if find_arg(node, keyword="reduction") is None:
+            applies = find_arg(node, keyword="size_average") is None
+        else:
+            applies = keyword_string(node, "reduction") in ("mean", "batchmean")
+        return with_keyword(node, "reduction", cst.SimpleString('"sum"')) if applies else None

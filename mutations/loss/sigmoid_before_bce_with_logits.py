@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     function_call,
     last_name,
@@ -17,7 +17,7 @@ from mutator.semantics import (
 )
 
 
-class SigmoidBeforeBceWithLogits(Operator):
+class SigmoidBeforeBceWithLogits(Swap):
     """Apply ``torch.sigmoid`` to the logits that ``BCEWithLogitsLoss`` receives.
 
     Bug: ``BCEWithLogitsLoss`` applies the sigmoid itself; a second sigmoid squashes its
@@ -55,13 +55,12 @@ class SigmoidBeforeBceWithLogits(Operator):
         "loss = criterion(torch.sigmoid(logits), y)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if loss_call_kind(node, ctx) != "BCEWithLogitsLoss":
-            return False
+            return None
         arg = loss_input(node)  # type: ignore[arg-type]
-        return arg is not None and not _is_sigmoid(arg.value)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        if not (arg is not None and not _is_sigmoid(arg.value)):
+            return None
         assert isinstance(node, cst.Call)
         arg = loss_input(node)
         assert arg is not None

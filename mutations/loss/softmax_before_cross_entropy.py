@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     keyword_arg,
     loss_call_kind,
@@ -17,7 +17,7 @@ from mutator.semantics import (
 )
 
 
-class SoftmaxBeforeCrossEntropy(Operator):
+class SoftmaxBeforeCrossEntropy(Swap):
     """Apply softmax to the logits before passing them to cross-entropy.
 
     Bug: ``CrossEntropyLoss`` / ``F.cross_entropy`` already applies log-softmax; feeding it
@@ -54,13 +54,12 @@ class SoftmaxBeforeCrossEntropy(Operator):
         "loss = criterion(logits, y)\n",  # nothing says what criterion is
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if loss_call_kind(node, ctx) != "CrossEntropyLoss":
-            return False
+            return None
         arg = loss_input(node)  # type: ignore[arg-type]
-        return arg is not None and not _is_softmax(arg.value)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        if not (arg is not None and not _is_softmax(arg.value)):
+            return None
         assert isinstance(node, cst.Call)
         arg = loss_input(node)
         assert arg is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     REGRESSION_LOSSES,
     loss_call_kind,
@@ -13,7 +13,7 @@ from mutator.semantics import (
 )
 
 
-class SwapLossArguments(Operator):
+class SwapLossArguments(Swap):
     """Pass the target first and the prediction second: ``criterion(y, logits)``.
 
     Bug: loss functions are ``loss(input, target)``; swapping them is an easy slip.
@@ -48,17 +48,16 @@ class SwapLossArguments(Operator):
         "import torch.nn.functional as F\nloss = F.cross_entropy(logits, target=y)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         kind = loss_call_kind(node, ctx)
         if kind is None or kind in REGRESSION_LOSSES:
-            return False
+            return None
         assert isinstance(node, cst.Call)
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-        return len(positional) >= 2 and ctx.code(positional[0].value) != ctx.code(
-            positional[1].value
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        if not (
+            len(positional) >= 2 and ctx.code(positional[0].value) != ctx.code(positional[1].value)
+        ):
+            return None
         assert isinstance(node, cst.Call)
         first, second = positional_args(node)[:2]
         swapped = {id(first): second.value, id(second): first.value}

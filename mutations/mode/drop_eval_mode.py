@@ -6,10 +6,10 @@ import libcst as cst
 
 from mutations.mode._shared import model_mode_statement
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 
 
-class DropEvalMode(Operator):
+class DropEvalMode(Swap):
     """Delete ``model.eval()`` before evaluation.
 
     Bug: validation runs with the model still in training mode. Impact: dropout stays
@@ -49,8 +49,7 @@ class DropEvalMode(Operator):
         "expr.eval()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return model_mode_statement(node, ctx, "eval") is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (model_mode_statement(node, ctx, "eval") is not None):
+            return None
         return cst.RemoveFromParent()

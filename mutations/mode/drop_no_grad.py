@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     dedented_body,
     disables_grad,
@@ -31,7 +31,7 @@ def _touches_parameters(root: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
-class DropNoGrad(Operator):
+class DropNoGrad(Swap):
     """Unwrap ``with torch.no_grad():`` (or ``torch.inference_mode()``,
     ``torch.set_grad_enabled(False)``) around evaluation, or delete ``@torch.no_grad()``.
 
@@ -94,20 +94,16 @@ class DropNoGrad(Operator):
         "with open(path) as f:\n    data = f.read()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if isinstance(node, cst.Decorator):
             function = ctx.parent(node)
-            return disables_grad(node.decorator, ctx) and not _touches_parameters(function, ctx)
-        assert isinstance(node, cst.With)
-        return any(disables_grad(item.item, ctx) for item in node.items) and not (
-            _touches_parameters(node.body, ctx)
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> Replacement:
-        if isinstance(node, cst.Decorator):
+            if not disables_grad(node.decorator, ctx) or _touches_parameters(function, ctx):
+                return None
             return cst.RemoveFromParent()
         assert isinstance(node, cst.With)
         kept = [item for item in node.items if not disables_grad(item.item, ctx)]
+        if len(kept) == len(node.items) or _touches_parameters(node.body, ctx):
+            return None
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return node.with_changes(items=kept)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.mode._shared import model_mode_statement
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     loops_around,
     same_scope,
@@ -24,7 +24,7 @@ def _can_run_before(earlier: cst.CSTNode, later: cst.CSTNode, ctx: Context) -> b
     return any(id(loop) in shared for loop in loops_around(later, ctx))
 
 
-class DropTrainMode(Operator):
+class DropTrainMode(Swap):
     """Delete ``model.train()``.
 
     Bug: the model is never switched back to training mode after an evaluation pass
@@ -83,14 +83,15 @@ class DropTrainMode(Operator):
         "model.train(False)\nmodel.eval()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if model_mode_statement(node, ctx, "train") is None:
-            return False
-        return any(
-            model_mode_statement(other, ctx, "eval") is not None
-            and _can_run_before(other, node, ctx)
-            for other in ctx.nodes(cst.SimpleStatementLine)
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+            return None
+        if not (
+            any(
+                model_mode_statement(other, ctx, "eval") is not None
+                and _can_run_before(other, node, ctx)
+                for other in ctx.nodes(cst.SimpleStatementLine)
+            )
+        ):
+            return None
         return cst.RemoveFromParent()

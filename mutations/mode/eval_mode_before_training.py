@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.mode._shared import model_mode_statement
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 
 
 class EvalModeBeforeTraining(Operator):
@@ -44,10 +44,9 @@ class EvalModeBeforeTraining(Operator):
         "x = model.train()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return model_mode_statement(node, ctx, "train") is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if not (model_mode_statement(node, ctx, "train") is not None):
+            return None
         call = model_mode_statement(node, ctx, "train")
         assert call is not None and isinstance(call.func, cst.Attribute)
         return {

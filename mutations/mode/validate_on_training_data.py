@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     HELD_OUT,
     bound_names,
@@ -210,8 +210,7 @@ class ValidateOnTrainingData(Operator):
             return {}
         return _held_out_swaps([arg.value for arg in node.args if not arg.star], ctx)
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return bool(self._swaps(node, ctx))
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if not (bool(self._swaps(node, ctx))):
+            return None
         return dict(self._swaps(node, ctx))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
     number_literal,
@@ -17,7 +17,7 @@ from mutator.semantics import (
 _ADAM_FAMILY = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam")
 
 
-class AdamEpsTooSmall(Operator):
+class AdamEpsTooSmall(Swap):
     """Set Adam's ``eps`` to 1e-16, far below the 1e-8 default.
 
     Bug: ``eps`` guards the division by the root of the second-moment estimate; a tiny
@@ -54,15 +54,12 @@ class AdamEpsTooSmall(Operator):
         "import torch\nopt = torch.optim.Adam(model.parameters(), eps=1e-20)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if optimizer_class(node, ctx) not in _ADAM_FAMILY:
-            return False
-        current = find_arg(node, keyword="eps")
-        if current is None:
-            return True
-        value = number_value(current.value)
-        return value is None or value > self.params["eps"]
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+            return None
         assert isinstance(node, cst.Call)
+        current = find_arg(node, keyword="eps")
+        value = None if current is None else number_value(current.value)
+        if current is not None and value is not None and value <= self.params["eps"]:
+            return None
         return with_keyword(node, "eps", number_literal(float(self.params["eps"])))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
     nn_class,
@@ -25,7 +25,7 @@ _DROPOUT_FUNCTIONS = {
 }
 
 
-class DropoutTooHigh(Operator):
+class DropoutTooHigh(Swap):
     """Set the dropout probability far too high (``p=0.9`` by default).
 
     Bug: a dropout rate meant as a keep probability (Keras/TF1 ``keep_prob=0.9``) or a
@@ -65,14 +65,13 @@ class DropoutTooHigh(Operator):
         "from torch import nn\nlayer = nn.Linear(4, 2)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if not _is_dropout(node, ctx):
-            return False
+            return None
         arg = _probability_arg(node, ctx)  # type: ignore[arg-type]
         current = 0.5 if arg is None else number_value(arg.value)  # 0.5: PyTorch's default
-        return current is None or current < self.params["p"]
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        if not (current is None or current < self.params["p"]):
+            return None
         assert isinstance(node, cst.Call)
         arg = _probability_arg(node, ctx)
         value = number_literal(float(self.params["p"]))

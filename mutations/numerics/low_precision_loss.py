@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     CLASS_INDEX_LOSSES,
     loss_call_kind,
@@ -19,7 +19,7 @@ from mutator.semantics import (
 _CASTS = {"bfloat16": "bfloat16", "float16": "half"}
 
 
-class LowPrecisionLoss(Operator):
+class LowPrecisionLoss(Swap):
     """Compute the loss in half precision: ``criterion(logits.bfloat16(), y)``.
 
     Bug: the loss inputs are cast to bfloat16/float16 (left over from a half-precision
@@ -61,13 +61,12 @@ class LowPrecisionLoss(Operator):
         "loss = criterion(logits, y)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if loss_call_kind(node, ctx) is None:
-            return False
+            return None
         arg = loss_input(node)  # type: ignore[arg-type]
-        return arg is not None and _method_name_of(arg.value) not in ("half", "bfloat16", "to")
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.Call:
+        if not (arg is not None and _method_name_of(arg.value) not in ("half", "bfloat16", "to")):
+            return None
         assert isinstance(node, cst.Call)
         cast = _CASTS[self.params["dtype"]]
         input_arg, target_arg = loss_input(node), loss_target(node)

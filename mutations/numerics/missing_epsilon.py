@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     dotted_name,
     last_name,
@@ -37,7 +37,7 @@ def _callee_tail(expr: cst.BaseExpression) -> str | None:
     return last_name(expr.func) or method_name(expr)
 
 
-class MissingEpsilon(Operator):
+class MissingEpsilon(Swap):
     """Drop the epsilon that keeps a division, log or sqrt away from zero.
 
     Bug: ``x / (std + 1e-8)`` becomes ``x / std``, ``torch.log(p + 1e-8)`` becomes
@@ -78,12 +78,21 @@ class MissingEpsilon(Operator):
         "y = a / (b + 1.0)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if not isinstance(node, cst.BinaryOperation):
-            return False
+            return None
         term = _epsilon_split(node)
-        if term is None:
-            return False
+        if term is None or not self._guards_something(node, term, ctx):
+            return None
+        if isinstance(term, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or term.lpar:
+            return term
+        return term.with_changes(lpar=node.lpar, rpar=node.rpar)
+
+    @staticmethod
+    def _guards_something(
+        node: cst.BinaryOperation, term: cst.BaseExpression, ctx: Context
+    ) -> bool:
+        """Is ``term + eps`` a divisor, the argument of a function undefined at zero, or a spread?"""
         parent = ctx.parent(node)
         if isinstance(parent, cst.BinaryOperation):
             return isinstance(parent.operator, cst.Divide) and parent.right is node
@@ -94,11 +103,3 @@ class MissingEpsilon(Operator):
         if isinstance(parent, cst.Attribute) and parent.attr.value in _GUARDED_FUNCTIONS:
             return True
         return _callee_tail(term) in _SPREADS
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.BaseExpression:
-        assert isinstance(node, cst.BinaryOperation)
-        term = _epsilon_split(node)
-        assert term is not None
-        if isinstance(term, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or term.lpar:
-            return term
-        return term.with_changes(lpar=node.lpar, rpar=node.rpar)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     function_call,
     log_softmax_input,
@@ -55,23 +55,17 @@ class NaiveLogSoftmax(Operator):
         "import torch\nfrom torch import nn\nlayer = nn.LogSoftmax(dim=1)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         found = log_softmax_input(node, ctx)
-        return found is not None and found[0] != "module" and self._edits(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        found = self._edits(node, ctx)
-        assert found is not None
-        return found
-
-    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+        if found is None or found[0] == "module":
+            return None
+        form, _ = found
         assert isinstance(node, cst.Call)
         renamed = renamed_callee(node.func, ctx, "softmax")
         if renamed is None:
             return None
         func, edits = renamed
         probabilities = node.with_changes(func=func)
-        form, _ = log_softmax_input(node, ctx)  # type: ignore[misc]
         torch = module_alias(ctx, "torch")
         if form == "method" or torch is None:
             edits[node] = method_call(probabilities, "log")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     bound_names,
     dotted_name,
@@ -58,7 +58,7 @@ def _optimizer_parameters_owner(statement: cst.CSTNode, ctx: Context) -> cst.Bas
     return owner if is_pure(owner) else None
 
 
-class ZeroInit(Operator):
+class ZeroInit(Swap):
     """Initialise the weights to zero.
 
     Bug: a random initialiser applied to every layer of a kind (``kaiming_normal_`` in a
@@ -111,25 +111,18 @@ class ZeroInit(Operator):
         "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 10)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        if isinstance(node, cst.Call):
-            return self._weight_init(node, ctx) is not None
-        return (
-            _optimizer_parameters_owner(node, ctx) is not None
-            and module_alias(ctx, "torch.nn") is not None
-            and fresh_name(ctx, node, _LOOP_NAMES) is not None
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> Replacement:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if isinstance(node, cst.Call):
             weight = self._weight_init(node, ctx)
-            assert weight is not None
+            if weight is None:
+                return None
             zeros = node.func.with_changes(attr=cst.Name("zeros_"))  # type: ignore[union-attr]
             return node.with_changes(func=zeros, args=[cst.Arg(weight)])
         assert isinstance(node, cst.SimpleStatementLine)
         owner = _optimizer_parameters_owner(node, ctx)
         nn, name = module_alias(ctx, "torch.nn"), fresh_name(ctx, node, _LOOP_NAMES)
-        assert owner is not None and nn is not None and name is not None
+        if owner is None or nn is None or name is None:
+            return None
         loop = cst.parse_statement(
             f"for {name} in {ctx.code(owner)}.parameters():\n    {nn}.init.zeros_({name})\n"
         )

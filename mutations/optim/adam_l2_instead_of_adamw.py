@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     find_arg,
     number_value,
@@ -55,7 +55,7 @@ class AdamL2InsteadOfAdamW(Operator):
         "opt = MyAdamW(params)\n",
     )
 
-    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         found = optimizer_call(node, ctx)
         if found is None or found[1] != "AdamW":
             return None
@@ -71,11 +71,3 @@ class AdamL2InsteadOfAdamW(Operator):
         if decay is None:
             call = with_keyword(call, "weight_decay", cst.Float("0.01"))
         return {node: call, **extra}
-
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._edits(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        edits = self._edits(node, ctx)
-        assert edits is not None
-        return edits

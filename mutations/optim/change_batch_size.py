@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import _times, factor_literal
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     as_factor,
     find_arg,
@@ -19,7 +19,7 @@ from mutator.semantics import (
 )
 
 
-class ChangeBatchSize(Operator):
+class ChangeBatchSize(Swap):
     """Multiply the training DataLoader's ``batch_size`` by ``factor`` (x8, or x1/8).
 
     Bug: a batch size changed without retuning anything else (a GPU with more memory, a
@@ -95,10 +95,9 @@ class ChangeBatchSize(Operator):
             return None
         return size if is_training_loader(node, ctx) else None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._batch_size(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (self._batch_size(node, ctx) is not None):
+            return None
         size = self._batch_size(node, ctx)
         assert size is not None and isinstance(node, cst.Call)
         return with_arg_value(node, size, self._scaled(size.value))

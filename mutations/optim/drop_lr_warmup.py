@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator, Replacement
 from mutator.semantics import (
     SCHEDULER_MODULE,
     callee_name,
@@ -327,7 +327,7 @@ class DropLrWarmup(Operator):
         "warmup_steps = 0\n",
     )
 
-    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         structural = _structural_warmup_edits(node, ctx)
         if structural is not None:
             return structural
@@ -341,11 +341,3 @@ class DropLrWarmup(Operator):
             return None  # the schedule itself is the site
         zero = cst.Integer("0") if isinstance(value, cst.Integer) else cst.Float("0.0")
         return {value: zero}
-
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._edits(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        edits = self._edits(node, ctx)
-        assert edits is not None
-        return edits

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     find_arg,
     number_value,
@@ -16,7 +16,7 @@ from mutator.semantics import (
 )
 
 
-class DropMomentum(Operator):
+class DropMomentum(Swap):
     """Remove ``momentum=`` (and ``nesterov=``, which needs it) from ``SGD``.
 
     Bug: SGD runs without momentum at a learning rate tuned with it. Impact: the effective
@@ -63,10 +63,9 @@ class DropMomentum(Operator):
             return None
         return momentum
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._momentum(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (self._momentum(node, ctx) is not None):
+            return None
         momentum = self._momentum(node, ctx)
         assert momentum is not None and isinstance(node, cst.Call)
         positional = positional_args(node)

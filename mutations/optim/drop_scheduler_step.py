@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator
+from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import is_scheduler_step
 
 
-class DropSchedulerStep(Operator):
+class DropSchedulerStep(Swap):
     """Delete ``scheduler.step()``.
 
     Bug: the learning-rate scheduler is built but never advanced. Impact: the LR stays at
@@ -47,8 +47,7 @@ class DropSchedulerStep(Operator):
         "scaler.step(optimizer)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return is_scheduler_step(node, ctx)
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.RemovalSentinel:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (is_scheduler_step(node, ctx)):
+            return None
         return cst.RemoveFromParent()

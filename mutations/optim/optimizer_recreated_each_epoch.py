@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator, Replacement
 from mutator.semantics import (
     dotted_name,
     find_arg,
@@ -117,10 +117,9 @@ class OptimizerRecreatedEachEpoch(Operator):
             between.append(statement)
         return None
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._plan(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if not (self._plan(node, ctx) is not None):
+            return None
         plan = self._plan(node, ctx)
         assert plan is not None
         _, loop, needed = plan

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import DEFAULT_LR, _times, optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
     number_literal,
@@ -16,7 +16,7 @@ from mutator.semantics import (
 )
 
 
-class ScaleLr(Operator):
+class ScaleLr(Swap):
     """Multiply the learning rate given to the optimizer by ``factor``.
 
     Bug: a learning rate off by orders of magnitude (a wrong unit, ``1e-1`` typed for
@@ -67,13 +67,13 @@ class ScaleLr(Operator):
         "run(model, lr=1e-3)\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         found = optimizer_call(node, ctx)
-        return found is not None and (
-            find_arg(found[0], "lr", 1) is not None or found[1] in DEFAULT_LR
-        )
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+        if not (
+            found is not None
+            and (find_arg(found[0], "lr", 1) is not None or found[1] in DEFAULT_LR)
+        ):
+            return None
         assert isinstance(node, cst.Call)
         factor = self.params["factor"]
         lr = find_arg(node, "lr", 1)

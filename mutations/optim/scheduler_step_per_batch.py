@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     expression_call,
     is_scheduler_step,
@@ -86,16 +86,15 @@ class SchedulerStepPerBatch(Operator):
         "for epoch in range(3):\n    for x in loader:\n        opt.step()\n    opt.step()\n",
     )
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         call = expression_call(node)
-        return (
+        if not (
             call is not None
             and not call.args
             and is_scheduler_step(node, ctx)
             and _batch_loop_step(node, ctx) is not None
-        )
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
+        ):
+            return None
         step = _batch_loop_step(node, ctx)
         assert step is not None
         moved = node.with_changes(leading_lines=())

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import DEFAULT_LR, optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     closed_args,
     find_arg,
@@ -52,7 +52,7 @@ class SgdInsteadOfAdam(Operator):
         "import torch\nopt = torch.optim.Adam(params, **kw)\n",
     )
 
-    def _edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         found = optimizer_call(node, ctx)
         if found is None or found[1] not in ("Adam", "AdamW"):
             return None
@@ -72,11 +72,3 @@ class SgdInsteadOfAdam(Operator):
         if find_arg(call, "lr", 1) is None:
             call = with_keyword(call, "lr", number_literal(DEFAULT_LR[optimizer]))
         return {node: call, **extra}
-
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._edits(node, ctx) is not None
-
-    def edits(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement]:
-        edits = self._edits(node, ctx)
-        assert edits is not None
-        return edits

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import _times, optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param
+from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
     number_literal,
@@ -19,7 +19,7 @@ from mutator.semantics import (
 _DEFAULT_WEIGHT_DECAY = {"AdamW": 0.01}
 
 
-class WeightDecayTooHigh(Operator):
+class WeightDecayTooHigh(Swap):
     """Multiply the optimizer's ``weight_decay`` by ``factor`` (AdamW's implicit 0.01 too).
 
     Bug: a regularisation strength off by orders of magnitude (a value meant for decoupled
@@ -68,10 +68,9 @@ class WeightDecayTooHigh(Operator):
             return (optimizer, None) if optimizer in _DEFAULT_WEIGHT_DECAY else None
         return None if number_value(decay.value) == 0 else (optimizer, decay)
 
-    def match(self, node: cst.CSTNode, ctx: Context) -> bool:
-        return self._decay(node, ctx) is not None
-
-    def rewrite(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if not (self._decay(node, ctx) is not None):
+            return None
         found = self._decay(node, ctx)
         assert found is not None and isinstance(node, cst.Call)
         optimizer, decay = found
