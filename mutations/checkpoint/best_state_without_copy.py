@@ -35,19 +35,34 @@ class BestStateWithoutCopy(Swap):
     node_types = (cst.Call, cst.DictComp)
     examples = (
         Example(
-            before="import copy\nbest_state = copy.deepcopy(model.state_dict())\n",
-            after="import copy\nbest_state = model.state_dict()\n",
+            before="""
+                import copy
+                best_state = copy.deepcopy(model.state_dict())
+            """,
+            after="""
+                import copy
+                best_state = model.state_dict()
+            """,
         ),
         Example(
-            before=(
-                "if val_acc > best_acc:\n"
-                "    self.best = {k: v.detach().clone() for k, v in self.model.state_dict().items()}\n"
-            ),
-            after="if val_acc > best_acc:\n    self.best = self.model.state_dict()\n",
+            before="""
+                if val_acc > best_acc:
+                    self.best = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            """,
+            after="""
+                if val_acc > best_acc:
+                    self.best = self.model.state_dict()
+            """,
         ),
         Example(
-            before="from copy import deepcopy\nbest: dict = deepcopy(net.state_dict())\n",
-            after="from copy import deepcopy\nbest: dict = net.state_dict()\n",
+            before="""
+                from copy import deepcopy
+                best: dict = deepcopy(net.state_dict())
+            """,
+            after="""
+                from copy import deepcopy
+                best: dict = net.state_dict()
+            """,
         ),
     )
     non_examples = (
@@ -85,8 +100,7 @@ class BestStateWithoutCopy(Swap):
         # Only a copy kept for later (``best = ...``), not one consumed on the spot.
         if not isinstance(ctx.parent(node), (cst.Assign, cst.AnnAssign)):
             return None
-        if not (self._state_dict_call(node, ctx) is not None):
-            return None
         state = self._state_dict_call(node, ctx)
-        assert state is not None
+        if state is None:
+            return None
         return state

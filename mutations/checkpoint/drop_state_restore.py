@@ -27,7 +27,7 @@ class _DropStateRestore(Swap):
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         receiver = method_statement_receiver(node, "load_state_dict")
-        if not (receiver is not None and self.restores(receiver_kind(receiver, ctx))):
+        if receiver is None or not self.restores(receiver_kind(receiver, ctx)):
             return None
         return cst.RemoveFromParent()
 
@@ -51,29 +51,37 @@ class ResumeWithoutOptimizerState(_DropStateRestore):
     expected = "degrades"
     examples = (
         Example(
-            before=(
-                "ckpt = torch.load(path)\nmodel.load_state_dict(ckpt['model'])\n"
-                "optimizer.load_state_dict(ckpt['optimizer'])\nstart_epoch = ckpt['epoch'] + 1\n"
-            ),
-            after=(
-                "ckpt = torch.load(path)\nmodel.load_state_dict(ckpt['model'])\n"
-                "start_epoch = ckpt['epoch'] + 1\n"
-            ),
+            before="""
+                ckpt = torch.load(path)
+                model.load_state_dict(ckpt['model'])
+                optimizer.load_state_dict(ckpt['optimizer'])
+                start_epoch = ckpt['epoch'] + 1
+            """,
+            after="""
+                ckpt = torch.load(path)
+                model.load_state_dict(ckpt['model'])
+                start_epoch = ckpt['epoch'] + 1
+            """,
         ),
         Example(
-            before=(
-                "class Trainer:\n    def resume(self, state):\n"
-                "        self.model.load_state_dict(state['model'])\n"
-                "        self.optimizer.load_state_dict(state['optimizer'])\n"
-            ),
-            after=(
-                "class Trainer:\n    def resume(self, state):\n"
-                "        self.model.load_state_dict(state['model'])\n"
-            ),
+            before="""
+                class Trainer:
+                    def resume(self, state):
+                        self.model.load_state_dict(state['model'])
+                        self.optimizer.load_state_dict(state['optimizer'])
+            """,
+            after="""
+                class Trainer:
+                    def resume(self, state):
+                        self.model.load_state_dict(state['model'])
+            """,
         ),
     )
     non_examples = (
-        "model.load_state_dict(ckpt['model'])\nscheduler.load_state_dict(ckpt['scheduler'])\n",
+        """
+            model.load_state_dict(ckpt['model'])
+            scheduler.load_state_dict(ckpt['scheduler'])
+        """,
         "torch.save({'optimizer': optimizer.state_dict()}, path)\n",
     )
 
@@ -101,22 +109,32 @@ class DropLoadStateDict(_DropStateRestore):
     expected = "degrades"
     examples = (
         Example(
-            before=(
-                "ckpt = torch.load(path)\nmodel.load_state_dict(ckpt['model'])\n"
-                "optimizer.load_state_dict(ckpt['optimizer'])\n"
-            ),
-            after="ckpt = torch.load(path)\noptimizer.load_state_dict(ckpt['optimizer'])\n",
+            before="""
+                ckpt = torch.load(path)
+                model.load_state_dict(ckpt['model'])
+                optimizer.load_state_dict(ckpt['optimizer'])
+            """,
+            after="""
+                ckpt = torch.load(path)
+                optimizer.load_state_dict(ckpt['optimizer'])
+            """,
         ),
         Example(
-            before=(
-                "if args.resume:\n"
-                "    self.net.load_state_dict(torch.load(args.resume, map_location=device))\n"
-            ),
-            after="if args.resume:\n    pass\n",
+            before="""
+                if args.resume:
+                    self.net.load_state_dict(torch.load(args.resume, map_location=device))
+            """,
+            after="""
+                if args.resume:
+                    pass
+            """,
         ),
     )
     non_examples = (
-        "opt.load_state_dict(state['opt'])\nlr_scheduler.load_state_dict(state['sched'])\n",
+        """
+            opt.load_state_dict(state['opt'])
+            lr_scheduler.load_state_dict(state['sched'])
+        """,
         "scaler.load_state_dict(state['scaler'])\n",
         # The returned keys are used: not a plain restore line.
         "missing, unexpected = model.load_state_dict(sd, strict=False)\n",
@@ -146,26 +164,29 @@ class DropSchedulerStateOnResume(_DropStateRestore):
     expected = "degrades"
     examples = (
         Example(
-            before=(
-                "optimizer.load_state_dict(ckpt['optimizer'])\n"
-                "scheduler.load_state_dict(ckpt['scheduler'])\n"
-            ),
+            before="""
+                optimizer.load_state_dict(ckpt['optimizer'])
+                scheduler.load_state_dict(ckpt['scheduler'])
+            """,
             after="optimizer.load_state_dict(ckpt['optimizer'])\n",
         ),
         Example(
-            before=(
-                "from torch.optim.lr_scheduler import OneCycleLR\n"
-                "policy = OneCycleLR(opt, max_lr=0.1, total_steps=100)\n"
-                "policy.load_state_dict(state['policy'])\n"
-            ),
-            after=(
-                "from torch.optim.lr_scheduler import OneCycleLR\n"
-                "policy = OneCycleLR(opt, max_lr=0.1, total_steps=100)\n"
-            ),
+            before="""
+                from torch.optim.lr_scheduler import OneCycleLR
+                policy = OneCycleLR(opt, max_lr=0.1, total_steps=100)
+                policy.load_state_dict(state['policy'])
+            """,
+            after="""
+                from torch.optim.lr_scheduler import OneCycleLR
+                policy = OneCycleLR(opt, max_lr=0.1, total_steps=100)
+            """,
         ),
     )
     non_examples = (
-        "model.load_state_dict(ckpt['model'])\noptimizer.load_state_dict(ckpt['optimizer'])\n",
+        """
+            model.load_state_dict(ckpt['model'])
+            optimizer.load_state_dict(ckpt['optimizer'])
+        """,
         "state = scheduler.state_dict()\n",
     )
 

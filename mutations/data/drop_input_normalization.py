@@ -41,33 +41,46 @@ class DropInputNormalization(Operator):
     node_types = (cst.BinaryOperation, cst.Call)
     examples = (
         Example(
-            before=(
-                "mean, std = X_train.mean(0), X_train.std(0) + 1e-8\n"
-                "X_train = (X_train - mean) / std\n"
-                "X_val = (X_val - mean) / std\n"
-                "ds = TensorDataset(X_train, y_train)\n"
-            ),
-            after=(
-                "mean, std = X_train.mean(0), X_train.std(0) + 1e-8\n"
-                "ds = TensorDataset(X_train, y_train)\n"
-            ),
+            before="""
+                mean, std = X_train.mean(0), X_train.std(0) + 1e-8
+                X_train = (X_train - mean) / std
+                X_val = (X_val - mean) / std
+                ds = TensorDataset(X_train, y_train)
+            """,
+            after="""
+                mean, std = X_train.mean(0), X_train.std(0) + 1e-8
+                ds = TensorDataset(X_train, y_train)
+            """,
         ),
         Example(
-            before="import torch\nX = torch.tensor(data.data, dtype=torch.float32) / 16.0\n",
-            after="import torch\nX = torch.tensor(data.data, dtype=torch.float32)\n",
+            before="""
+                import torch
+                X = torch.tensor(data.data, dtype=torch.float32) / 16.0
+            """,
+            after="""
+                import torch
+                X = torch.tensor(data.data, dtype=torch.float32)
+            """,
         ),
         Example(
-            before="def step(x):\n    return model((x.float() / 255 - mu) / sigma)\n",
-            after="def step(x):\n    return model(x.float() / 255)\n",
+            before="""
+                def step(x):
+                    return model((x.float() / 255 - mu) / sigma)
+            """,
+            after="""
+                def step(x):
+                    return model(x.float() / 255)
+            """,
         ),
         Example(
-            before=(
-                "from torchvision import transforms\n"
-                "tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))])\n"
-            ),
-            after=(
-                "from torchvision import transforms\ntf = transforms.Compose([transforms.ToTensor()])\n"
-            ),
+            before="""
+                from torchvision import transforms
+                tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))])
+            """,
+            after="""
+                from torchvision import transforms
+                tf = transforms.Compose([transforms.ToTensor()])
+            """,
         ),
     )
     non_examples = (

@@ -67,10 +67,10 @@ class DropTrainingData(Operator):
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         heads = self._training_heads(node, ctx)
-        if not (bool(heads) and heads[0] is node):
+        if not heads or heads[0] is not node:
             return None
         edits: dict[cst.CSTNode, Replacement] = {}
-        for part in self._training_heads(node, ctx):
+        for part in heads:
             bound = single_slice(part)
             edits[bound] = bound.with_changes(upper=self._kept_bound(bound.upper))
         return edits

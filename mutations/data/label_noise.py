@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.data._shared import rewritable_labels, training_labels
+from mutations.data._shared import rewritable_labels
 from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
@@ -65,39 +65,54 @@ class LabelNoise(Swap):
     variants = ({"p": 0.8},)
     examples = (
         Example(
-            before=(
-                "import torch\ny = torch.tensor(target, dtype=torch.long)\n"
-                "train_ds = TensorDataset(X, y)\n"
-            ),
-            after=(
-                "import torch\ny = torch.tensor(target, dtype=torch.long)\n"
-                "train_ds = TensorDataset(X, torch.where(torch.rand(y.shape) < 0.3, "
-                "torch.randint_like(y, int(y.max()) + 1), y))\n"
-            ),
+            before="""
+                import torch
+                y = torch.tensor(target, dtype=torch.long)
+                train_ds = TensorDataset(X, y)
+            """,
+            after="""
+                import torch
+                y = torch.tensor(target, dtype=torch.long)
+                train_ds = TensorDataset(X, torch.where(torch.rand(y.shape) < 0.3, torch.randint_like(y, int(y.max()) + 1), y))
+            """,
         ),
         Example(
-            before="import torch as T\nloss_fn = T.nn.CrossEntropyLoss()\nds = TensorDataset(X, labels)\n",
-            after=(
-                "import torch as T\nloss_fn = T.nn.CrossEntropyLoss()\n"
-                "ds = TensorDataset(X, T.where(T.rand(labels.shape) < 0.1, "
-                "T.randint_like(labels, int(labels.max()) + 1), labels))\n"
-            ),
+            before="""
+                import torch as T
+                loss_fn = T.nn.CrossEntropyLoss()
+                ds = TensorDataset(X, labels)
+            """,
+            after="""
+                import torch as T
+                loss_fn = T.nn.CrossEntropyLoss()
+                ds = TensorDataset(X, T.where(T.rand(labels.shape) < 0.1, T.randint_like(labels, int(labels.max()) + 1), labels))
+            """,
             params={"p": 0.1},
         ),
     )
     non_examples = (
         # Regression targets are not classes.
-        "import torch\ny = torch.tensor(target, dtype=torch.float32)\nds = TensorDataset(X, y)\n",
-        "import torch\nval_ds = TensorDataset(X_val, y_val)\nloss = F.cross_entropy(a, b)\n",
+        """
+            import torch
+            y = torch.tensor(target, dtype=torch.float32)
+            ds = TensorDataset(X, y)
+        """,
+        """
+            import torch
+            val_ds = TensorDataset(X_val, y_val)
+            loss = F.cross_entropy(a, b)
+        """,
         # Nothing says the labels are classes.
-        "import torch\nds = TensorDataset(X, y)\n",
+        """
+            import torch
+            ds = TensorDataset(X, y)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         labels = rewritable_labels(node, ctx)
-        if not (labels is not None and _label_kind(labels.value, ctx) == "int"):
+        if labels is None or _label_kind(labels.value, ctx) != "int":
             return None
-        labels = training_labels(node, ctx)
         torch = module_alias(ctx, "torch")
         y = code_of(labels.value)
         base = labels.value.value if isinstance(labels.value, cst.Subscript) else labels.value

@@ -99,8 +99,16 @@ class MixBatchDims(Swap):
             ),
         ),
         Example(
-            before="import torch\nh = torch.flatten(h, 1)\nout = self.fc(h)\n",
-            after="import torch\nh = h.movedim(0, -1).reshape(h.size(0), -1)\nout = self.fc(h)\n",
+            before="""
+                import torch
+                h = torch.flatten(h, 1)
+                out = self.fc(h)
+            """,
+            after="""
+                import torch
+                h = h.movedim(0, -1).reshape(h.size(0), -1)
+                out = self.fc(h)
+            """,
         ),
         Example(
             before="x = x.reshape(-1, 28 * 28)\n",
@@ -112,7 +120,10 @@ class MixBatchDims(Swap):
         "w = w.view(out_features, in_features)\n",
         "x = x.view(B, T, n_head, C // n_head)\n",
         "y = y.view(-1, 1)\n",  # a 1-D column: the rewrite would change nothing
-        "import torch\nh = torch.flatten(self.pool(h), 1)\n",
+        """
+            import torch
+            h = torch.flatten(self.pool(h), 1)
+        """,
     )
 
     def _layout(self, node: cst.CSTNode, ctx: Context) -> str | None:
@@ -145,9 +156,9 @@ class MixBatchDims(Swap):
         return None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (self._layout(node, ctx) is not None):
-            return None
         layout = self._layout(node, ctx)
+        if layout is None:
+            return None
         if method_name(node) == "flatten" or not isinstance(node.func, cst.Attribute):
             tensor = code_of(node.args[0].value if len(node.args) == 2 else node.func.value)
             return parse_expr(f"{tensor}.movedim(0, -1).reshape({tensor}.size(0), -1)")

@@ -41,19 +41,31 @@ class NoShuffle(Swap):
             after="train_loader = DataLoader(train_ds, batch_size=64, shuffle=False, generator=g)\n",
         ),
         Example(
-            before=(
-                "import torch\nfor epoch in range(3):\n"
-                "    order = torch.randperm(n_train, generator=g)\n"
-            ),
-            after="import torch\nfor epoch in range(3):\n    order = torch.arange(n_train)\n",
+            before="""
+                import torch
+                for epoch in range(3):
+                    order = torch.randperm(n_train, generator=g)
+            """,
+            after="""
+                import torch
+                for epoch in range(3):
+                    order = torch.arange(n_train)
+            """,
         ),
     )
     non_examples = (
         "val_loader = DataLoader(val_ds, batch_size=256, shuffle=True)\n",
         "loader = DataLoader(ds, batch_size=64)\n",
-        "import torch\nperm = torch.randperm(n, generator=g)\n",  # the split, not an epoch order
+        """
+            import torch
+            perm = torch.randperm(n, generator=g)
+        """,  # the split, not an epoch order
         # A random mini-batch, not an ordering: arange would train on one batch only.
-        "import torch\nfor step in range(9):\n    idx = torch.randperm(n)[:64]\n",
+        """
+            import torch
+            for step in range(9):
+                idx = torch.randperm(n)[:64]
+        """,
     )
 
     def _epoch_permutation(self, node: cst.Call, ctx: Context) -> bool:

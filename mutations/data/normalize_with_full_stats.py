@@ -39,34 +39,49 @@ class NormalizeWithFullStats(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before=(
-                "X_train, y_train = X[train_idx], y[train_idx]\n"
-                "mean, std = X_train.mean(0), X_train.std(0) + 1e-8\n"
-                "X_train = (X_train - mean) / std\n"
-            ),
-            after=(
-                "X_train, y_train = X[train_idx], y[train_idx]\n"
-                "mean, std = X.mean(0), X.std(0) + 1e-8\n"
-                "X_train = (X_train - mean) / std\n"
-            ),
+            before="""
+                X_train, y_train = X[train_idx], y[train_idx]
+                mean, std = X_train.mean(0), X_train.std(0) + 1e-8
+                X_train = (X_train - mean) / std
+            """,
+            after="""
+                X_train, y_train = X[train_idx], y[train_idx]
+                mean, std = X.mean(0), X.std(0) + 1e-8
+                X_train = (X_train - mean) / std
+            """,
         ),
         Example(
-            before=(
-                "def prepare(X):\n    Xtr = X[:800]\n"
-                "    Xtr = (Xtr - Xtr.mean(0)) / Xtr.std(0)\n    return Xtr\n"
-            ),
-            after=(
-                "def prepare(X):\n    Xtr = X[:800]\n"
-                "    Xtr = (Xtr - X.mean(0)) / X.std(0)\n    return Xtr\n"
-            ),
+            before="""
+                def prepare(X):
+                    Xtr = X[:800]
+                    Xtr = (Xtr - Xtr.mean(0)) / Xtr.std(0)
+                    return Xtr
+            """,
+            after="""
+                def prepare(X):
+                    Xtr = X[:800]
+                    Xtr = (Xtr - X.mean(0)) / X.std(0)
+                    return Xtr
+            """,
         ),
     )
     non_examples = (
         # Statistics of the full data already.
-        "mean, std = X.mean(0), X.std(0)\nX = (X - mean) / std\n",
+        """
+            mean, std = X.mean(0), X.std(0)
+            X = (X - mean) / std
+        """,
         # A mean that is not a normalization statistic.
-        "X_train = X[train_idx]\ncenter = X_train.mean(0)\nprint(center)\n",
-        "X_val = X[val_idx]\nmean = X_val.mean(0)\nX_val = (X_val - mean) / 2.0\n",
+        """
+            X_train = X[train_idx]
+            center = X_train.mean(0)
+            print(center)
+        """,
+        """
+            X_val = X[val_idx]
+            mean = X_val.mean(0)
+            X_val = (X_val - mean) / 2.0
+        """,
     )
 
     def _full_data(self, call: cst.CSTNode, ctx: Context) -> str | None:
@@ -87,7 +102,7 @@ class NormalizeWithFullStats(Operator):
                     and value.value.value != receiver.value
                 ):
                     source = value.value.value
-                elif not (isinstance(value, cst.BinaryOperation)):
+                elif not isinstance(value, cst.BinaryOperation):
                     source = None  # rebound to something else: not a split any more
         return source
 

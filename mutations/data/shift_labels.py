@@ -40,40 +40,47 @@ class ShiftLabels(Swap):
             after="train_ds = TensorDataset(X_train, y_train.roll(1, dims=0))\n",
         ),
         Example(
-            before=(
-                "class Digits(Dataset):\n"
-                "    def __getitem__(self, idx):\n"
-                "        return self.x[idx], self.y[idx]\n"
-            ),
-            after=(
-                "class Digits(Dataset):\n"
-                "    def __getitem__(self, idx):\n"
-                "        return self.x[idx], self.y[idx - 1]\n"
-            ),
+            before="""
+                class Digits(Dataset):
+                    def __getitem__(self, idx):
+                        return self.x[idx], self.y[idx]
+            """,
+            after="""
+                class Digits(Dataset):
+                    def __getitem__(self, idx):
+                        return self.x[idx], self.y[idx - 1]
+            """,
         ),
         Example(
-            before=(
-                "class Pairs(Dataset):\n"
-                "    def __getitem__(self, i):\n"
-                "        x = self.inputs[i]\n"
-                "        y = self.labels[i]\n"
-                "        return x, y\n"
-            ),
-            after=(
-                "class Pairs(Dataset):\n"
-                "    def __getitem__(self, i):\n"
-                "        x = self.inputs[i]\n"
-                "        y = self.labels[i - 1]\n"
-                "        return x, y\n"
-            ),
+            before="""
+                class Pairs(Dataset):
+                    def __getitem__(self, i):
+                        x = self.inputs[i]
+                        y = self.labels[i]
+                        return x, y
+            """,
+            after="""
+                class Pairs(Dataset):
+                    def __getitem__(self, i):
+                        x = self.inputs[i]
+                        y = self.labels[i - 1]
+                        return x, y
+            """,
         ),
     )
     non_examples = (
         "val_ds = TensorDataset(X_val, y_val)\n",
         "ds = TensorDataset(X)\n",
         "ds = TensorDataset(X, mask, y)\n",
-        "class Chars(Dataset):\n    def __getitem__(self, i):\n        return self.data[i:i + 8]\n",
-        "def lookup(table, idx):\n    return table.x[idx], table.y[idx]\n",
+        """
+            class Chars(Dataset):
+                def __getitem__(self, i):
+                    return self.data[i:i + 8]
+        """,
+        """
+            def lookup(table, idx):
+                return table.x[idx], table.y[idx]
+        """,
     )
 
     def _getitem_index(self, node: cst.Subscript, ctx: Context) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.data._shared import rewritable_labels, training_labels
+from mutations.data._shared import rewritable_labels
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
@@ -34,50 +34,76 @@ class ShuffleLabels(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch\ntrain_ds = TensorDataset(X_train, y_train)\n",
-            after=(
-                "import torch\n"
-                "train_ds = TensorDataset(X_train, y_train[torch.randperm(len(y_train))])\n"
-            ),
+            before="""
+                import torch
+                train_ds = TensorDataset(X_train, y_train)
+            """,
+            after="""
+                import torch
+                train_ds = TensorDataset(X_train, y_train[torch.randperm(len(y_train))])
+            """,
         ),
         Example(
-            before="import torch\nds = TensorDataset(X[train_idx], y[train_idx])\n",
-            after=(
-                "import torch\n"
-                "ds = TensorDataset(X[train_idx], y[train_idx[torch.randperm(len(train_idx))]])\n"
-            ),
+            before="""
+                import torch
+                ds = TensorDataset(X[train_idx], y[train_idx])
+            """,
+            after="""
+                import torch
+                ds = TensorDataset(X[train_idx], y[train_idx[torch.randperm(len(train_idx))]])
+            """,
         ),
         Example(
-            before=(
-                "import torch\nclass Pairs(Dataset):\n"
-                "    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n"
-                "    def __getitem__(self, idx):\n        return self.x[idx], self.y[idx]\n"
-                "train_ds = Pairs(X_train, y_train)\nval_ds = Pairs(X_val, y_val)\n"
-            ),
-            after=(
-                "import torch\nclass Pairs(Dataset):\n"
-                "    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n"
-                "    def __getitem__(self, idx):\n        return self.x[idx], self.y[idx]\n"
-                "train_ds = Pairs(X_train, y_train[torch.randperm(len(y_train))])\n"
-                "val_ds = Pairs(X_val, y_val)\n"
-            ),
+            before="""
+                import torch
+                class Pairs(Dataset):
+                    def __init__(self, x, y):
+                        self.x = x
+                        self.y = y
+                    def __getitem__(self, idx):
+                        return self.x[idx], self.y[idx]
+                train_ds = Pairs(X_train, y_train)
+                val_ds = Pairs(X_val, y_val)
+            """,
+            after="""
+                import torch
+                class Pairs(Dataset):
+                    def __init__(self, x, y):
+                        self.x = x
+                        self.y = y
+                    def __getitem__(self, idx):
+                        return self.x[idx], self.y[idx]
+                train_ds = Pairs(X_train, y_train[torch.randperm(len(y_train))])
+                val_ds = Pairs(X_val, y_val)
+            """,
         ),
     )
     non_examples = (
         "train_ds = TensorDataset(X_train, y_train)\n",  # no torch to draw a permutation with
         # A dataset class whose constructor does not take the labels.
-        "import torch\nclass Chars(Dataset):\n"
-        "    def __init__(self, text, block):\n        self.text, self.block = text, block\n"
-        "    def __getitem__(self, i):\n        return self.text[i], self.text[i + 1]\n"
-        "ds = Chars(text, 8)\n",
-        "import torch\nval_ds = TensorDataset(X_val, y_val)\n",
-        "import torch\nds = TensorDataset(X, torch.tensor(labels))\n",
+        """
+            import torch
+            class Chars(Dataset):
+                def __init__(self, text, block):
+                    self.text, self.block = text, block
+                def __getitem__(self, i):
+                    return self.text[i], self.text[i + 1]
+            ds = Chars(text, 8)
+        """,
+        """
+            import torch
+            val_ds = TensorDataset(X_val, y_val)
+        """,
+        """
+            import torch
+            ds = TensorDataset(X, torch.tensor(labels))
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (rewritable_labels(node, ctx) is not None):
+        labels = rewritable_labels(node, ctx)
+        if labels is None:
             return None
-        labels = training_labels(node, ctx)
         torch = module_alias(ctx, "torch")
         value = labels.value
         indexed = value.slice[0].slice if isinstance(value, cst.Subscript) else None

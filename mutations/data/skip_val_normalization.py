@@ -42,22 +42,29 @@ class SkipValNormalization(Operator):
     node_types = (cst.BinaryOperation,)
     examples = (
         Example(
-            before=(
-                "X_train = (X_train - mean) / std\n"
-                "X_val = (X_val - mean) / std\n"
-                "val_ds = TensorDataset(X_val, y_val)\n"
-            ),
-            after="X_train = (X_train - mean) / std\nval_ds = TensorDataset(X_val, y_val)\n",
+            before="""
+                X_train = (X_train - mean) / std
+                X_val = (X_val - mean) / std
+                val_ds = TensorDataset(X_val, y_val)
+            """,
+            after="""
+                X_train = (X_train - mean) / std
+                val_ds = TensorDataset(X_val, y_val)
+            """,
         ),
         Example(
-            before=(
-                "def train_step(x):\n    return model((x - mu) / sigma)\n"
-                "def evaluate(x):\n    return model((x - mu) / sigma)\n"
-            ),
-            after=(
-                "def train_step(x):\n    return model((x - mu) / sigma)\n"
-                "def evaluate(x):\n    return model(x)\n"
-            ),
+            before="""
+                def train_step(x):
+                    return model((x - mu) / sigma)
+                def evaluate(x):
+                    return model((x - mu) / sigma)
+            """,
+            after="""
+                def train_step(x):
+                    return model((x - mu) / sigma)
+                def evaluate(x):
+                    return model(x)
+            """,
         ),
     )
     non_examples = (
@@ -69,6 +76,6 @@ class SkipValNormalization(Operator):
         group = normalization_group(node, ctx)
         if not group or _normalization_role(node, ctx) != "eval":
             return None
-        if not (any(_normalization_role(m, ctx) != "eval" for m in group)):
+        if not any(_normalization_role(m, ctx) != "eval" for m in group):
             return None
         return drop_normalizations([node], ctx)

@@ -56,20 +56,23 @@ class TrainValLeakage(Operator):
             after="tr, va, te = perm, perm[n_train:-n_test], perm[-n_test:]\n",
         ),
         Example(
-            before=(
-                "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)\n"
-                "val_loader = DataLoader(val_ds, batch_size=256)\n"
-            ),
-            after=(
-                "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)\n"
-                "val_loader = DataLoader(train_ds, batch_size=256)\n"
-            ),
+            before="""
+                train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)
+                val_loader = DataLoader(val_ds, batch_size=256)
+            """,
+            after="""
+                train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)
+                val_loader = DataLoader(train_ds, batch_size=256)
+            """,
         ),
     )
     non_examples = (
         "x, y = chunk[:-1], chunk[1:]\n",
         "first = items[:3]\n",
-        "train_loader = DataLoader(train_ds, shuffle=True)\nval_loader = DataLoader(train_ds)\n",
+        """
+            train_loader = DataLoader(train_ds, shuffle=True)
+            val_loader = DataLoader(train_ds)
+        """,
     )
 
     def _training_loader_dataset(self, ctx: Context) -> cst.Arg | None:

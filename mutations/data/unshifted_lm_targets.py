@@ -116,22 +116,28 @@ class UnshiftedLmTargets(Swap):
             after="x, y = chunk[:-1], chunk[:-1]\n",
         ),
         Example(
-            before=(
-                "def get_batch(data, ix):\n"
-                "    x = torch.stack([data[i:i + T] for i in ix])\n"
-                "    y = torch.stack([data[i + 1:i + T + 1] for i in ix])\n"
-                "    return x, y\n"
-            ),
-            after=(
-                "def get_batch(data, ix):\n"
-                "    x = torch.stack([data[i:i + T] for i in ix])\n"
-                "    y = torch.stack([data[i:i + T] for i in ix])\n"
-                "    return x, y\n"
-            ),
+            before="""
+                def get_batch(data, ix):
+                    x = torch.stack([data[i:i + T] for i in ix])
+                    y = torch.stack([data[i + 1:i + T + 1] for i in ix])
+                    return x, y
+            """,
+            after="""
+                def get_batch(data, ix):
+                    x = torch.stack([data[i:i + T] for i in ix])
+                    y = torch.stack([data[i:i + T] for i in ix])
+                    return x, y
+            """,
         ),
         Example(
-            before="x = src[:, i : i + seq_len]\ny = src[:, i + 1 : i + 1 + seq_len]\n",
-            after="x = src[:, i : i + seq_len]\ny = src[:, i : i + seq_len]\n",
+            before="""
+                x = src[:, i : i + seq_len]
+                y = src[:, i + 1 : i + 1 + seq_len]
+            """,
+            after="""
+                x = src[:, i : i + seq_len]
+                y = src[:, i : i + seq_len]
+            """,
         ),
         Example(
             before="inputs, targets = tokens[:, :-1], tokens[:, 1:]\n",
@@ -146,7 +152,7 @@ class UnshiftedLmTargets(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (_unshifted_source(node, ctx) is not None):
-            return None
         source = _unshifted_source(node, ctx)
+        if source is None:
+            return None
         return node.with_changes(slice=source.deep_clone().slice)

@@ -149,16 +149,35 @@ class DropInputToDevice(_DropBatchToDevice):
     role = "input"
     examples = (
         Example(
-            before="for x, y in loader:\n    x, y = x.to(device), y.to(device)\n",
-            after="for x, y in loader:\n    y = y.to(device)\n",
+            before="""
+                for x, y in loader:
+                    x, y = x.to(device), y.to(device)
+            """,
+            after="""
+                for x, y in loader:
+                    y = y.to(device)
+            """,
         ),
         Example(
-            before="for data, target in loader:\n    data = data.cuda()\n    target = target.cuda()\n",
-            after="for data, target in loader:\n    target = target.cuda()\n",
+            before="""
+                for data, target in loader:
+                    data = data.cuda()
+                    target = target.cuda()
+            """,
+            after="""
+                for data, target in loader:
+                    target = target.cuda()
+            """,
         ),
         Example(
-            before="for a, b in loader:\n    out = model(a.to(device, non_blocking=True))\n",
-            after="for a, b in loader:\n    out = model(a)\n",
+            before="""
+                for a, b in loader:
+                    out = model(a.to(device, non_blocking=True))
+            """,
+            after="""
+                for a, b in loader:
+                    out = model(a)
+            """,
         ),
         Example(
             before="ids = batch['input_ids'].to(self.device)\n",
@@ -192,12 +211,24 @@ class DropTargetToDevice(_DropBatchToDevice):
     role = "target"
     examples = (
         Example(
-            before="for x, y in loader:\n    x, y = x.to(device), y.to(device)\n",
-            after="for x, y in loader:\n    x = x.to(device)\n",
+            before="""
+                for x, y in loader:
+                    x, y = x.to(device), y.to(device)
+            """,
+            after="""
+                for x, y in loader:
+                    x = x.to(device)
+            """,
         ),
         Example(
-            before="for i, (inp, lab) in enumerate(loader):\n    loss = crit(model(inp), lab.cuda())\n",
-            after="for i, (inp, lab) in enumerate(loader):\n    loss = crit(model(inp), lab)\n",
+            before="""
+                for i, (inp, lab) in enumerate(loader):
+                    loss = crit(model(inp), lab.cuda())
+            """,
+            after="""
+                for i, (inp, lab) in enumerate(loader):
+                    loss = crit(model(inp), lab)
+            """,
         ),
         Example(
             before="images, labels = batch[0].to(device), batch[1].to(device)\n",

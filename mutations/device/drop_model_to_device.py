@@ -33,33 +33,57 @@ class DropModelToDevice(Swap):
     node_types = (cst.Assign, cst.Expr)
     examples = (
         Example(
-            before=(
-                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
-                "net = Net().to(device)\nopt = make_opt(net)\n"
-            ),
-            after=(
-                "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
-                "net = Net()\nopt = make_opt(net)\n"
-            ),
+            before="""
+                import torch.nn as nn
+                class Net(nn.Module):
+                    pass
+                net = Net().to(device)
+                opt = make_opt(net)
+            """,
+            after="""
+                import torch.nn as nn
+                class Net(nn.Module):
+                    pass
+                net = Net()
+                opt = make_opt(net)
+            """,
         ),
         Example(
-            before="def main(model, device):\n    model.cuda()\n    fit(model)\n",
-            after="def main(model, device):\n    fit(model)\n",
+            before="""
+                def main(model, device):
+                    model.cuda()
+                    fit(model)
+            """,
+            after="""
+                def main(model, device):
+                    fit(model)
+            """,
         ),
         Example(
-            before=(
-                "class T:\n    def __init__(self, model, device):\n"
-                "        self.model = model.to(device)\n"
-            ),
-            after="class T:\n    def __init__(self, model, device):\n        self.model = model\n",
+            before="""
+                class T:
+                    def __init__(self, model, device):
+                        self.model = model.to(device)
+            """,
+            after="""
+                class T:
+                    def __init__(self, model, device):
+                        self.model = model
+            """,
         ),
         Example(
-            before="model = build_model(cfg)\nmodel = model.to(args.device)\n",
+            before="""
+                model = build_model(cfg)
+                model = model.to(args.device)
+            """,
             after="model = build_model(cfg)\n",
         ),
     )
     non_examples = (
-        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(weight=w).to(device)\n",
+        """
+            import torch.nn as nn
+            criterion = nn.CrossEntropyLoss(weight=w).to(device)
+        """,
         "x = x.to(device)\n",
         "trainer.to(device)\n",
         "model = model.to(torch.float16)\n",
@@ -77,10 +101,9 @@ class DropModelToDevice(Swap):
         return value if is_model(receiver(value), ctx) else None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (self._move(node, ctx) is not None):
-            return None
         move = self._move(node, ctx)
-        assert move is not None
+        if move is None:
+            return None
         unmoved = receiver(move)
         if isinstance(node, cst.Expr):
             return cst.RemoveFromParent()

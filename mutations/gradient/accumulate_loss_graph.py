@@ -34,26 +34,48 @@ class AccumulateLossGraph(Swap):
     node_types = (cst.AugAssign,)
     examples = (
         Example(
-            before="loss.backward()\ntotal_loss += loss.item()\n",
-            after="loss.backward()\ntotal_loss += loss\n",
+            before="""
+                loss.backward()
+                total_loss += loss.item()
+            """,
+            after="""
+                loss.backward()
+                total_loss += loss
+            """,
         ),
         Example(
-            before=(
-                "def train(loader):\n    for x, y in loader:\n        loss = criterion(model(x), y)\n"
-                "        loss.backward()\n        total_loss += loss.item() * x.size(0)\n"
-            ),
-            after=(
-                "def train(loader):\n    for x, y in loader:\n        loss = criterion(model(x), y)\n"
-                "        loss.backward()\n        total_loss += loss * x.size(0)\n"
-            ),
+            before="""
+                def train(loader):
+                    for x, y in loader:
+                        loss = criterion(model(x), y)
+                        loss.backward()
+                        total_loss += loss.item() * x.size(0)
+            """,
+            after="""
+                def train(loader):
+                    for x, y in loader:
+                        loss = criterion(model(x), y)
+                        loss.backward()
+                        total_loss += loss * x.size(0)
+            """,
         ),
     )
     non_examples = (
         # Validation: no graph is recorded, so nothing leaks.
-        "loss.backward()\nwith torch.no_grad():\n    val_loss += loss.item()\n",
+        """
+            loss.backward()
+            with torch.no_grad():
+                val_loss += loss.item()
+        """,
         "correct += (pred == y).sum().item()\n",
-        "total_loss += loss.detach().item()\nloss.backward()\n",
-        "total_loss -= loss.item()\nloss.backward()\n",
+        """
+            total_loss += loss.detach().item()
+            loss.backward()
+        """,
+        """
+            total_loss -= loss.item()
+            loss.backward()
+        """,
     )
 
     def _item_call(self, node: cst.AugAssign, ctx: Context) -> cst.Call | None:
@@ -75,9 +97,8 @@ class AccumulateLossGraph(Swap):
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.AugAssign)
-        if not (self._item_call(node, ctx) is not None):
-            return None
-        assert isinstance(node, cst.AugAssign)
         item = self._item_call(node, ctx)
-        assert item is not None and isinstance(item.func, cst.Attribute)
+        if item is None:
+            return None
+        assert isinstance(item.func, cst.Attribute)
         return node.deep_replace(item, item.func.value)

@@ -30,34 +30,46 @@ class ClipBeforeBackward(Operator):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "optimizer.zero_grad()\nloss.backward()\n"
-                "nn.utils.clip_grad_norm_(model.parameters(), 1.0)\noptimizer.step()\n"
-            ),
-            after=(
-                "optimizer.zero_grad()\nnn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-                "loss.backward()\noptimizer.step()\n"
-            ),
+            before="""
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+            """,
+            after="""
+                optimizer.zero_grad()
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                loss.backward()
+                optimizer.step()
+            """,
         ),
         Example(
-            before=(
-                "scaler.scale(loss).backward()\nscaler.unscale_(opt)\n"
-                "norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-            ),
-            after=(
-                "norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-                "scaler.scale(loss).backward()\nscaler.unscale_(opt)\n"
-            ),
+            before="""
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            """,
+            after="""
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+            """,
         ),
     )
     non_examples = (
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nloss.backward()\n",
-        "loss.backward()\nif clip:\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        """
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            loss.backward()
+        """,
+        """
+            loss.backward()
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not (clip_call(node) is not None and nearest_preceding_backward(ctx, node) is not None):
+        if clip_call(node) is None:
             return None
         backward = nearest_preceding_backward(ctx, node)
-        assert backward is not None
-        return move_before(node, backward)
+        return None if backward is None else move_before(node, backward)

@@ -38,56 +38,100 @@ class DetachHidden(Swap):
     node_types = (cst.Assign,)
     examples = (
         Example(
-            before=(
-                "class Net(nn.Module):\n    def forward(self, x):\n        x = self.fc1(x)\n"
-                "        return self.fc2(x)\n"
-            ),
-            after=(
-                "class Net(nn.Module):\n    def forward(self, x):\n        x = self.fc1(x).detach()\n"
-                "        return self.fc2(x)\n"
-            ),
+            before="""
+                class Net(nn.Module):
+                    def forward(self, x):
+                        x = self.fc1(x)
+                        return self.fc2(x)
+            """,
+            after="""
+                class Net(nn.Module):
+                    def forward(self, x):
+                        x = self.fc1(x).detach()
+                        return self.fc2(x)
+            """,
         ),
         Example(
-            before=(
-                "class Block(torch.nn.Module):\n    def forward(self, x):\n"
-                "        h = x + self.attn(x)\n        return self.proj(h)\n"
-            ),
-            after=(
-                "class Block(torch.nn.Module):\n    def forward(self, x):\n"
-                "        h = (x + self.attn(x)).detach()\n        return self.proj(h)\n"
-            ),
+            before="""
+                class Block(torch.nn.Module):
+                    def forward(self, x):
+                        h = x + self.attn(x)
+                        return self.proj(h)
+            """,
+            after="""
+                class Block(torch.nn.Module):
+                    def forward(self, x):
+                        h = (x + self.attn(x)).detach()
+                        return self.proj(h)
+            """,
         ),
         Example(
-            before=(
-                "class RNN(nn.Module):\n    def forward(self, x):\n"
-                "        out, _ = self.lstm(self.embed(x))\n        last = out[:, -1]\n"
-                "        return self.head(last)\n"
-            ),
-            after=(
-                "class RNN(nn.Module):\n    def forward(self, x):\n"
-                "        out, _ = self.lstm(self.embed(x))\n        last = out[:, -1].detach()\n"
-                "        return self.head(last)\n"
-            ),
+            before="""
+                class RNN(nn.Module):
+                    def forward(self, x):
+                        out, _ = self.lstm(self.embed(x))
+                        last = out[:, -1]
+                        return self.head(last)
+            """,
+            after="""
+                class RNN(nn.Module):
+                    def forward(self, x):
+                        out, _ = self.lstm(self.embed(x))
+                        last = out[:, -1].detach()
+                        return self.head(last)
+            """,
         ),
     )
     non_examples = (
         # The last layer's output: detaching it would leave nothing to train (a crash).
-        "class Net(nn.Module):\n    def forward(self, x):\n        x = self.fc(x)\n        return x\n",
+        """
+            class Net(nn.Module):
+                def forward(self, x):
+                    x = self.fc(x)
+                    return x
+        """,
         # The input: detaching it cuts no layer.
-        "class Net(nn.Module):\n    def forward(self, x):\n        x = x.flatten(1)\n"
-        "        return self.fc(x)\n",
+        """
+            class Net(nn.Module):
+                def forward(self, x):
+                    x = x.flatten(1)
+                    return self.fc(x)
+        """,
         # A parameter-free module on the input cuts nothing either.
-        "class Net(nn.Module):\n    def __init__(self):\n        self.drop = nn.Dropout(0.1)\n"
-        "    def forward(self, x):\n        x = self.drop(x)\n        return self.fc(x)\n",
+        """
+            class Net(nn.Module):
+                def __init__(self):
+                    self.drop = nn.Dropout(0.1)
+                def forward(self, x):
+                    x = self.drop(x)
+                    return self.fc(x)
+        """,
         # Not an nn.Module.
-        "class Helper:\n    def forward(self, x):\n        x = self.fc1(x)\n        return self.fc2(x)\n",
+        """
+            class Helper:
+                def forward(self, x):
+                    x = self.fc1(x)
+                    return self.fc2(x)
+        """,
         # Not a tensor: sizes and an LSTM's (output, state) tuple have no .detach().
-        "class Net(nn.Module):\n    def __init__(self):\n        self.lstm = nn.LSTM(4, 4)\n"
-        "    def forward(self, x):\n        n = x.size(0)\n        out = self.lstm(x)\n"
-        "        return self.fc(out[0])[:n]\n",
+        """
+            class Net(nn.Module):
+                def __init__(self):
+                    self.lstm = nn.LSTM(4, 4)
+                def forward(self, x):
+                    n = x.size(0)
+                    out = self.lstm(x)
+                    return self.fc(out[0])[:n]
+        """,
         # Only a parameter-free module after the cut.
-        "class Net(nn.Module):\n    def __init__(self):\n        self.act = nn.ReLU()\n"
-        "    def forward(self, x):\n        x = self.fc(x)\n        return self.act(x)\n",
+        """
+            class Net(nn.Module):
+                def __init__(self):
+                    self.act = nn.ReLU()
+                def forward(self, x):
+                    x = self.fc(x)
+                    return self.act(x)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

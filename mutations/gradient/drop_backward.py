@@ -28,21 +28,43 @@ class DropBackward(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before="opt.zero_grad()\nloss = criterion(model(x), y)\nloss.backward()\nopt.step()\n",
-            after="opt.zero_grad()\nloss = criterion(model(x), y)\nopt.step()\n",
+            before="""
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+            """,
+            after="""
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                opt.step()
+            """,
         ),
         Example(
-            before="scaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()\n",
-            after="scaler.step(optimizer)\nscaler.update()\n",
+            before="""
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            after="""
+                scaler.step(optimizer)
+                scaler.update()
+            """,
         ),
     )
     non_examples = (
-        "def backward(ctx, grad):\n    return grad\n",
-        "loss = criterion(out, y)\nhook = loss.backward\n",
+        """
+            def backward(ctx, grad):
+                return grad
+        """,
+        """
+            loss = criterion(out, y)
+            hook = loss.backward
+        """,
         "grads = torch.autograd.grad(loss, params)\n",
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (is_backward(node)):
+        if not is_backward(node):
             return None
         return cst.RemoveFromParent()

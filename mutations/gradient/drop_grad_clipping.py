@@ -29,27 +29,38 @@ class DropGradClipping(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "loss.backward()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"
-                "optimizer.step()\n"
-            ),
-            after="loss.backward()\noptimizer.step()\n",
+            before="""
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                optimizer.step()
+            """,
+            after="""
+                loss.backward()
+                optimizer.step()
+            """,
         ),
         Example(
-            before=(
-                "from torch.nn.utils import clip_grad_value_\nloss.backward()\n"
-                "clip_grad_value_(model.parameters(), 0.5)\n"
-            ),
-            after="from torch.nn.utils import clip_grad_value_\nloss.backward()\n",
+            before="""
+                from torch.nn.utils import clip_grad_value_
+                loss.backward()
+                clip_grad_value_(model.parameters(), 0.5)
+            """,
+            after="""
+                from torch.nn.utils import clip_grad_value_
+                loss.backward()
+            """,
         ),
     )
     non_examples = (
         # The norm is used afterwards: removing the line would break the script.
-        "grad_norm = clip_grad_norm_(model.parameters(), 1.0)\nprint(grad_norm)\n",
+        """
+            grad_norm = clip_grad_norm_(model.parameters(), 1.0)
+            print(grad_norm)
+        """,
         "x = torch.clamp(x, -1, 1)\n",
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (expression_call(node) is not None and clip_call(node) is not None):
+        if expression_call(node) is None or clip_call(node) is None:
             return None
         return cst.RemoveFromParent()

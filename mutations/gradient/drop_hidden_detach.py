@@ -34,30 +34,46 @@ class DropHiddenDetach(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "for x, y in batches:\n    hidden = repackage_hidden(hidden)\n"
-                "    out, hidden = model(x, hidden)\n    loss = criterion(out, y)\n"
-                "    loss.backward()\n"
-            ),
-            after=(
-                "for x, y in batches:\n"
-                "    out, hidden = model(x, hidden)\n    loss = criterion(out, y)\n"
-                "    loss.backward()\n"
-            ),
+            before="""
+                for x, y in batches:
+                    hidden = repackage_hidden(hidden)
+                    out, hidden = model(x, hidden)
+                    loss = criterion(out, y)
+                    loss.backward()
+            """,
+            after="""
+                for x, y in batches:
+                    out, hidden = model(x, hidden)
+                    loss = criterion(out, y)
+                    loss.backward()
+            """,
         ),
         Example(
-            before=(
-                "for x, y in batches:\n    out, (h, c) = self.lstm(x, (h, c))\n"
-                "    h, c = h.detach(), c.detach()\n    loss.backward()\n"
-            ),
-            after="for x, y in batches:\n    out, (h, c) = self.lstm(x, (h, c))\n    loss.backward()\n",
+            before="""
+                for x, y in batches:
+                    out, (h, c) = self.lstm(x, (h, c))
+                    h, c = h.detach(), c.detach()
+                    loss.backward()
+            """,
+            after="""
+                for x, y in batches:
+                    out, (h, c) = self.lstm(x, (h, c))
+                    loss.backward()
+            """,
         ),
     )
     non_examples = (
         # Not carried across iterations of a loop.
         "hidden = hidden.detach()\n",
-        "for x in batches:\n    target = output.detach()\n",
-        "for x in batches:\n    with torch.no_grad():\n        h = h.detach()\n",
+        """
+            for x in batches:
+                target = output.detach()
+        """,
+        """
+            for x in batches:
+                with torch.no_grad():
+                    h = h.detach()
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
@@ -71,11 +87,9 @@ class DropHiddenDetach(Swap):
         state = [dotted_name(part) for part in parts]
         if None in state or not set(state) <= dotted_names_in(assign.value, ctx):
             return None  # only re-binding the same state to its detached self
-        if not (
-            any(
-                "detach" in (callee_name(call) or "") or "repackage" in (callee_name(call) or "")
-                for call in ctx.nodes_within(assign.value, cst.Call)
-            )
+        if not any(
+            "detach" in (callee_name(call) or "") or "repackage" in (callee_name(call) or "")
+            for call in ctx.nodes_within(assign.value, cst.Call)
         ):
             return None
         return cst.RemoveFromParent()

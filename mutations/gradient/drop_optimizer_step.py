@@ -27,32 +27,60 @@ class DropOptimizerStep(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before="loss.backward()\noptimizer.step()\nscheduler.step()\n",
-            after="loss.backward()\nscheduler.step()\n",
+            before="""
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+            """,
+            after="""
+                loss.backward()
+                scheduler.step()
+            """,
         ),
         Example(
-            before=(
-                "class Trainer:\n    def train_step(self, loss):\n        loss.backward()\n"
-                "        self.optimizer.step()\n        self.scheduler.step()\n"
-            ),
-            after=(
-                "class Trainer:\n    def train_step(self, loss):\n        loss.backward()\n"
-                "        self.scheduler.step()\n"
-            ),
+            before="""
+                class Trainer:
+                    def train_step(self, loss):
+                        loss.backward()
+                        self.optimizer.step()
+                        self.scheduler.step()
+            """,
+            after="""
+                class Trainer:
+                    def train_step(self, loss):
+                        loss.backward()
+                        self.scheduler.step()
+            """,
         ),
         Example(
-            before="scaler.scale(loss).backward()\nscaler.step(opt)\nscaler.update()\n",
-            after="scaler.scale(loss).backward()\nscaler.update()\n",
+            before="""
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+            """,
+            after="""
+                scaler.scale(loss).backward()
+                scaler.update()
+            """,
         ),
     )
     non_examples = (
-        "scheduler.step()\nlr_sched.step()\n",
-        "warmup = torch.optim.lr_scheduler.LambdaLR(opt, f)\nwarmup.step()\n",
-        "env.step(action)\ntrainer.step()\n",
+        """
+            scheduler.step()
+            lr_sched.step()
+        """,
+        """
+            warmup = torch.optim.lr_scheduler.LambdaLR(opt, f)
+            warmup.step()
+        """,
+        """
+            env.step(action)
+            trainer.step()
+        """,
         "scaler.step(model)\n",
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (is_optimizer_step(node, ctx)):
+        if not is_optimizer_step(node, ctx):
             return None
         return cst.RemoveFromParent()

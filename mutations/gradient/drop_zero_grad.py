@@ -28,32 +28,52 @@ class DropZeroGrad(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before="opt.zero_grad()\nloss.backward()\nopt.step()\n",
-            after="loss.backward()\nopt.step()\n",
+            before="""
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            """,
+            after="""
+                loss.backward()
+                opt.step()
+            """,
         ),
         Example(
-            before=(
-                "class T:\n    def step(self, loss):\n"
-                "        self.optimizer.zero_grad(set_to_none=True)\n"
-                "        loss.backward()\n        self.optimizer.step()\n"
-            ),
-            after=(
-                "class T:\n    def step(self, loss):\n"
-                "        loss.backward()\n        self.optimizer.step()\n"
-            ),
+            before="""
+                class T:
+                    def step(self, loss):
+                        self.optimizer.zero_grad(set_to_none=True)
+                        loss.backward()
+                        self.optimizer.step()
+            """,
+            after="""
+                class T:
+                    def step(self, loss):
+                        loss.backward()
+                        self.optimizer.step()
+            """,
         ),
         Example(
-            before="for x in xs:\n    model.zero_grad()\n",
-            after="for x in xs:\n    pass\n",
+            before="""
+                for x in xs:
+                    model.zero_grad()
+            """,
+            after="""
+                for x in xs:
+                    pass
+            """,
         ),
     )
     non_examples = (
-        "loss.backward()\nopt.step()\n",
+        """
+            loss.backward()
+            opt.step()
+        """,
         "zero_grad = True\n",
         "grads = opt.zero_grad\n",
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (is_call_statement(node, "zero_grad")):
+        if not is_call_statement(node, "zero_grad"):
             return None
         return cst.RemoveFromParent()

@@ -38,29 +38,45 @@ class LossFromItem(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch\nloss = criterion(logits, y)\nloss.backward()\n",
-            after=(
-                "import torch\nloss = torch.tensor(criterion(logits, y).item(), requires_grad=True)\n"
-                "loss.backward()\n"
-            ),
+            before="""
+                import torch
+                loss = criterion(logits, y)
+                loss.backward()
+            """,
+            after="""
+                import torch
+                loss = torch.tensor(criterion(logits, y).item(), requires_grad=True)
+                loss.backward()
+            """,
         ),
         Example(
-            before=(
-                "import torch.nn.functional as F\n"
-                "loss = F.cross_entropy(out, y) / accum_steps\nscaler.scale(loss).backward()\n"
-            ),
-            after=(
-                "import torch.nn.functional as F\n"
-                "loss = F.cross_entropy(out, y).detach().requires_grad_() / accum_steps\n"
-                "scaler.scale(loss).backward()\n"
-            ),
+            before="""
+                import torch.nn.functional as F
+                loss = F.cross_entropy(out, y) / accum_steps
+                scaler.scale(loss).backward()
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.cross_entropy(out, y).detach().requires_grad_() / accum_steps
+                scaler.scale(loss).backward()
+            """,
         ),
     )
     non_examples = (
         # Validation loss: never back-propagated.
-        "val_loss = criterion(model(x), y)\ntotal += val_loss.item()\n",
-        "with torch.no_grad():\n    loss = criterion(out, y)\nloss.backward()\n",
-        "out = model(x)\nout.backward()\n",
+        """
+            val_loss = criterion(model(x), y)
+            total += val_loss.item()
+        """,
+        """
+            with torch.no_grad():
+                loss = criterion(out, y)
+            loss.backward()
+        """,
+        """
+            out = model(x)
+            out.backward()
+        """,
     )
 
     def _assignment(self, node: cst.Call, ctx: Context) -> cst.Assign | None:
@@ -88,7 +104,7 @@ class LossFromItem(Swap):
             return None
         target = assign.targets[0].target
         assert isinstance(target, cst.Name)
-        if not (_reaches_backward(ctx, assign, target.value)):
+        if not _reaches_backward(ctx, assign, target.value):
             return None
         torch_name = module_alias(ctx, "torch", at=node)
         code = ctx.code(node)

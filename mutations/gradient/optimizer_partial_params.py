@@ -38,14 +38,14 @@ class OptimizerPartialParams(Swap):
             after="optimizer = torch.optim.Adam(list(model.parameters())[-2:], lr=1e-3)\n",
         ),
         Example(
-            before=(
-                "from torch import optim\n"
-                "self.opt = optim.SGD(params=self.model.parameters(), lr=0.1, momentum=0.9)\n"
-            ),
-            after=(
-                "from torch import optim\n"
-                "self.opt = optim.SGD(params=list(self.model.parameters())[-1:], lr=0.1, momentum=0.9)\n"
-            ),
+            before="""
+                from torch import optim
+                self.opt = optim.SGD(params=self.model.parameters(), lr=0.1, momentum=0.9)
+            """,
+            after="""
+                from torch import optim
+                self.opt = optim.SGD(params=list(self.model.parameters())[-1:], lr=0.1, momentum=0.9)
+            """,
             params={"keep": 1},
         ),
     )

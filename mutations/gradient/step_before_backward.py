@@ -32,35 +32,52 @@ class StepBeforeBackward(Operator):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "for x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
-                "    loss.backward()\n    optimizer.step()\n"
-            ),
-            after=(
-                "for x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
-                "    optimizer.step()\n    loss.backward()\n"
-            ),
+            before="""
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            after="""
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    optimizer.step()
+                    loss.backward()
+            """,
         ),
         Example(
-            before=(
-                "loss.backward()\nnn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-                "self.optimizer.step()\n"
-            ),
-            after=(
-                "self.optimizer.step()\nloss.backward()\n"
-                "nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-            ),
+            before="""
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                self.optimizer.step()
+            """,
+            after="""
+                self.optimizer.step()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            """,
         ),
     )
     non_examples = (
-        "optimizer.step()\nloss.backward()\n",
-        "loss.backward()\nscheduler.step()\n",
-        "loss.backward()\nif (i + 1) % accum_steps == 0:\n    optimizer.step()\n",
+        """
+            optimizer.step()
+            loss.backward()
+        """,
+        """
+            loss.backward()
+            scheduler.step()
+        """,
+        """
+            loss.backward()
+            if (i + 1) % accum_steps == 0:
+                optimizer.step()
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not (is_optimizer_step(node, ctx) and nearest_preceding_backward(ctx, node) is not None):
+        if not is_optimizer_step(node, ctx):
             return None
         backward = nearest_preceding_backward(ctx, node)
-        assert backward is not None
-        return move_before(node, backward)
+        return None if backward is None else move_before(node, backward)

@@ -32,22 +32,41 @@ class StepOutsideBatchLoop(Operator):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "for x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
-                "    loss.backward()\n    optimizer.step()\n    total += loss.item()\n"
-                "print(total)\n"
-            ),
-            after=(
-                "for x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
-                "    loss.backward()\n    total += loss.item()\n"
-                "optimizer.step()\nprint(total)\n"
-            ),
+            before="""
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()
+                print(total)
+            """,
+            after="""
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    total += loss.item()
+                optimizer.step()
+                print(total)
+            """,
         ),
     )
     non_examples = (
-        "for group in opt.param_groups:\n    opt.step()\n",
-        "def train_step(loss):\n    loss.backward()\n    optimizer.step()\n",
-        "for x in loader:\n    loss.backward()\n    scheduler.step()\n",
+        """
+            for group in opt.param_groups:
+                opt.step()
+        """,
+        """
+            def train_step(loss):
+                loss.backward()
+                optimizer.step()
+        """,
+        """
+            for x in loader:
+                loss.backward()
+                scheduler.step()
+        """,
     )
 
     def _loop(self, node: cst.CSTNode, ctx: Context) -> cst.For | None:
@@ -64,13 +83,11 @@ class StepOutsideBatchLoop(Operator):
             return None
         loop = self._loop(node, ctx)
         # Only the batch loop: one that also runs backward() (not a loop over param groups).
-        if not (
-            loop is not None
-            and any(method_name(call) == "backward" for call in ctx.nodes_within(loop, cst.Call))
+        if loop is None or not any(
+            method_name(call) == "backward" for call in ctx.nodes_within(loop, cst.Call)
         ):
             return None
-        loop = self._loop(node, ctx)
-        assert loop is not None and isinstance(loop.body, cst.IndentedBlock)
+        assert isinstance(loop.body, cst.IndentedBlock)
         remaining = [statement for statement in loop.body.body if statement is not node]
         if not remaining:
             remaining = [cst.SimpleStatementLine([cst.Pass()])]

@@ -35,19 +35,35 @@ class UnscaledGradAccumulation(Operator):
     node_types = (cst.BinaryOperation, cst.AugAssign)
     examples = (
         Example(
-            before="loss = criterion(out, y)\nloss = loss / accum_steps\nloss.backward()\n",
-            after="loss = criterion(out, y)\nloss.backward()\n",
+            before="""
+                loss = criterion(out, y)
+                loss = loss / accum_steps
+                loss.backward()
+            """,
+            after="""
+                loss = criterion(out, y)
+                loss.backward()
+            """,
         ),
         Example(
-            before="loss = criterion(out, y) / self.accum_steps\nloss.backward()\n",
-            after="loss = criterion(out, y)\nloss.backward()\n",
+            before="""
+                loss = criterion(out, y) / self.accum_steps
+                loss.backward()
+            """,
+            after="""
+                loss = criterion(out, y)
+                loss.backward()
+            """,
         ),
         Example(
             before="scaler.scale(loss / iters_to_accumulate).backward()\n",
             after="scaler.scale(loss).backward()\n",
         ),
         Example(
-            before="loss /= args.grad_accum\nloss.backward()\n",
+            before="""
+                loss /= args.grad_accum
+                loss.backward()
+            """,
             after="loss.backward()\n",
         ),
     )

@@ -7,7 +7,6 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
-    expression_call,
     is_call_statement,
     move_after,
 )
@@ -31,13 +30,30 @@ class ZeroGradAfterBackward(Operator):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before="opt.zero_grad()\nout = model(x)\nloss.backward()\nopt.step()\n",
-            after="out = model(x)\nloss.backward()\nopt.zero_grad()\nopt.step()\n",
+            before="""
+                opt.zero_grad()
+                out = model(x)
+                loss.backward()
+                opt.step()
+            """,
+            after="""
+                out = model(x)
+                loss.backward()
+                opt.zero_grad()
+                opt.step()
+            """,
         ),
     )
     non_examples = (
-        "loss.backward()\nopt.zero_grad()\nopt.step()\n",
-        "opt.zero_grad()\nopt.step()\n",
+        """
+            loss.backward()
+            opt.zero_grad()
+            opt.step()
+        """,
+        """
+            opt.zero_grad()
+            opt.step()
+        """,
     )
 
     def _backward_after(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
@@ -47,10 +63,7 @@ class ZeroGradAfterBackward(Operator):
         return None
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not (
-            is_call_statement(node, "zero_grad") and self._backward_after(node, ctx) is not None
-        ):
+        if not is_call_statement(node, "zero_grad"):
             return None
         backward = self._backward_after(node, ctx)
-        assert backward is not None and expression_call(node) is not None
-        return move_after(node, backward)
+        return None if backward is None else move_after(node, backward)

@@ -33,22 +33,45 @@ class BceOnLogits(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="from torch import nn\ntrainer = Trainer(model, nn.BCEWithLogitsLoss())\n",
-            after="from torch import nn\ntrainer = Trainer(model, nn.BCELoss())\n",
+            before="""
+                from torch import nn
+                trainer = Trainer(model, nn.BCEWithLogitsLoss())
+            """,
+            after="""
+                from torch import nn
+                trainer = Trainer(model, nn.BCELoss())
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\n"
-            "loss = F.binary_cross_entropy_with_logits(logits, y, pos_weight=w)\n",
-            after="import torch.nn.functional as F\nloss = F.binary_cross_entropy(logits, y)\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.binary_cross_entropy_with_logits(logits, y, pos_weight=w)
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.binary_cross_entropy(logits, y)
+            """,
         ),
         Example(
-            before="from torch.nn import BCEWithLogitsLoss\ncriterion = BCEWithLogitsLoss()\n",
-            after="from torch.nn import BCEWithLogitsLoss, BCELoss\ncriterion = BCELoss()\n",
+            before="""
+                from torch.nn import BCEWithLogitsLoss
+                criterion = BCEWithLogitsLoss()
+            """,
+            after="""
+                from torch.nn import BCEWithLogitsLoss, BCELoss
+                criterion = BCELoss()
+            """,
         ),
     )
     non_examples = (
-        "from torch import nn\ncriterion = nn.BCELoss()\n",
-        "import torch.nn.functional as F\nloss = F.binary_cross_entropy(p, y)\n",
+        """
+            from torch import nn
+            criterion = nn.BCELoss()
+        """,
+        """
+            import torch.nn.functional as F
+            loss = F.binary_cross_entropy(p, y)
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:

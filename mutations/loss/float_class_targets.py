@@ -38,40 +38,71 @@ class FloatClassTargets(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch\nfrom torch import nn\n"
-            "y = torch.tensor(data.target, dtype=torch.long)\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(model(x), y)\n",
-            after="import torch\nfrom torch import nn\n"
-            "y = torch.tensor(data.target, dtype=torch.float32)\n"
-            "criterion = nn.CrossEntropyLoss()\nloss = criterion(model(x), y)\n",
+            before="""
+                import torch
+                from torch import nn
+                y = torch.tensor(data.target, dtype=torch.long)
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(model(x), y)
+            """,
+            after="""
+                import torch
+                from torch import nn
+                y = torch.tensor(data.target, dtype=torch.float32)
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(model(x), y)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\nloss = F.nll_loss(out, y.long())\n",
-            after="import torch.nn.functional as F\nloss = F.nll_loss(out, y.float())\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.nll_loss(out, y.long())
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.nll_loss(out, y.float())
+            """,
         ),
         Example(
-            before="import torch\nfrom torch import nn\n"
-            "y_train = (x[:, 0] > 0).long()\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(model(x), y)\n",
-            after="import torch\nfrom torch import nn\n"
-            "y_train = (x[:, 0] > 0).float()\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(model(x), y)\n",
+            before="""
+                import torch
+                from torch import nn
+                y_train = (x[:, 0] > 0).long()
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(model(x), y)
+            """,
+            after="""
+                import torch
+                from torch import nn
+                y_train = (x[:, 0] > 0).float()
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(model(x), y)
+            """,
         ),
     )
     non_examples = (
         # token ids are long too, but they are no targets of a class loss here
-        "import torch\nfrom torch import nn\ntokens = torch.tensor(ids, dtype=torch.long)\n"
-        "criterion = nn.CrossEntropyLoss()\n",
+        """
+            import torch
+            from torch import nn
+            tokens = torch.tensor(ids, dtype=torch.long)
+            criterion = nn.CrossEntropyLoss()
+        """,
         # no class-index loss anywhere: a long label tensor is for something else
-        "import torch\ny = torch.tensor(data.target, dtype=torch.long)\n",
-        "import torch.nn.functional as F\nloss = F.cross_entropy(out, y.float())\n",
+        """
+            import torch
+            y = torch.tensor(data.target, dtype=torch.long)
+        """,
+        """
+            import torch.nn.functional as F
+            loss = F.cross_entropy(out, y.float())
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (self._replacement(node, ctx) is not None):
-            return None
         found = self._replacement(node, ctx)
-        assert found is not None
+        if found is None:
+            return None
         return found
 
     def _replacement(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:

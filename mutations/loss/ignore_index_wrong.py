@@ -36,19 +36,35 @@ class IgnoreIndexWrong(Swap):
     parameters = {"index": Param(0, "class index wrongly ignored")}
     examples = (
         Example(
-            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n",
-            after="from torch import nn\ncriterion = nn.CrossEntropyLoss(ignore_index=0)\n",
+            before="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss()
+            """,
+            after="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss(ignore_index=0)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\n"
-            "loss = F.cross_entropy(logits, y, ignore_index=-100)\n",
-            after="import torch.nn.functional as F\n"
-            "loss = F.cross_entropy(logits, y, ignore_index=0)\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.cross_entropy(logits, y, ignore_index=-100)
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.cross_entropy(logits, y, ignore_index=0)
+            """,
         ),
     )
     non_examples = (
-        "from torch import nn\ncriterion = nn.CrossEntropyLoss(ignore_index=0)\n",
-        "from torch import nn\ncriterion = nn.MSELoss()\n",
+        """
+            from torch import nn
+            criterion = nn.CrossEntropyLoss(ignore_index=0)
+        """,
+        """
+            from torch import nn
+            criterion = nn.MSELoss()
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
@@ -56,7 +72,7 @@ class IgnoreIndexWrong(Swap):
             return None
         assert isinstance(node, cst.Call)
         current = find_arg(node, keyword="ignore_index")
-        if not (current is None or number_value(current.value) != self.params["index"]):
+        if current is not None and number_value(current.value) == self.params["index"]:
             return None
         assert isinstance(node, cst.Call)
         return with_keyword(node, "ignore_index", number_literal(int(self.params["index"])))

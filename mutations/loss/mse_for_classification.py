@@ -65,66 +65,83 @@ class MseForClassification(Operator):
     variants = ({"variant": "plain"},)
     examples = (
         Example(
-            before=(
-                "import torch.nn as nn\nimport torch.nn.functional as F\n"
-                "criterion = nn.CrossEntropyLoss()\nloss = criterion(logits, y)\n"
-            ),
-            after=(
-                "import torch.nn as nn\nimport torch.nn.functional as F\n"
-                "criterion = nn.MSELoss()\n"
-                "loss = criterion(logits, F.one_hot(y, logits.size(-1)).float())\n"
-            ),
+            before="""
+                import torch.nn as nn
+                import torch.nn.functional as F
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(logits, y)
+            """,
+            after="""
+                import torch.nn as nn
+                import torch.nn.functional as F
+                criterion = nn.MSELoss()
+                loss = criterion(logits, F.one_hot(y, logits.size(-1)).float())
+            """,
         ),
         Example(
-            before=(
-                "import torch.nn.functional as F\n"
-                "loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))\n"
-            ),
-            after=(
-                "import torch.nn.functional as F\n"
-                "loss = F.mse_loss(logits.view(-1, logits.size(-1)), "
-                "F.one_hot(targets.view(-1), logits.size(-1)).float())\n"
-            ),
+            before="""
+                import torch.nn.functional as F
+                loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.mse_loss(logits.view(-1, logits.size(-1)), F.one_hot(targets.view(-1), logits.size(-1)).float())
+            """,
         ),
         Example(
-            before=(
-                "import torch\nfrom torch.nn import CrossEntropyLoss\n"
-                "class T:\n    def __init__(self, model):\n"
-                "        self.model = model\n        self.criterion = CrossEntropyLoss()\n"
-                "    def step(self, x, y):\n"
-                "        loss = self.criterion(self.model(x), y)\n"
-            ),
-            after=(
-                "import torch\nfrom torch.nn import CrossEntropyLoss, MSELoss\n"
-                "class T:\n    def __init__(self, model):\n"
-                "        self.model = model\n        self.criterion = MSELoss()\n"
-                "    def step(self, x, y):\n"
-                "        logits = self.model(x)\n"
-                "        loss = self.criterion(logits, torch.nn.functional.one_hot(y, "
-                "logits.size(-1)).float())\n"
-            ),
+            before="""
+                import torch
+                from torch.nn import CrossEntropyLoss
+                class T:
+                    def __init__(self, model):
+                        self.model = model
+                        self.criterion = CrossEntropyLoss()
+                    def step(self, x, y):
+                        loss = self.criterion(self.model(x), y)
+            """,
+            after="""
+                import torch
+                from torch.nn import CrossEntropyLoss, MSELoss
+                class T:
+                    def __init__(self, model):
+                        self.model = model
+                        self.criterion = MSELoss()
+                    def step(self, x, y):
+                        logits = self.model(x)
+                        loss = self.criterion(logits, torch.nn.functional.one_hot(y, logits.size(-1)).float())
+            """,
         ),
         Example(
-            before=(
-                "from torch import nn\n"
-                "criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction='sum')\n"
-                "loss = criterion(model(x), y)\n"
-            ),
-            after=(
-                "from torch import nn\ncriterion = nn.MSELoss(reduction='sum')\n"
-                "loss = criterion(model(x), y)\n"
-            ),
+            before="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction='sum')
+                loss = criterion(model(x), y)
+            """,
+            after="""
+                from torch import nn
+                criterion = nn.MSELoss(reduction='sum')
+                loss = criterion(model(x), y)
+            """,
             params={"variant": "plain"},
         ),
     )
     non_examples = (
-        "import torch.nn as nn\ncriterion = nn.MSELoss()\nloss = criterion(pred, y)\n",
+        """
+            import torch.nn as nn
+            criterion = nn.MSELoss()
+            loss = criterion(pred, y)
+        """,
         # onehot needs the call site, and it is nowhere to be found
-        "import torch.nn as nn\nimport torch.nn.functional as F\n"
-        "criterion = nn.CrossEntropyLoss()\n",
+        """
+            import torch.nn as nn
+            import torch.nn.functional as F
+            criterion = nn.CrossEntropyLoss()
+        """,
         # a one-hot target inside a comprehension cannot be hoisted
-        "import torch.nn.functional as F\n"
-        "losses = [F.cross_entropy(model(x), y) for x, y in batches]\n",
+        """
+            import torch.nn.functional as F
+            losses = [F.cross_entropy(model(x), y) for x, y in batches]
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:

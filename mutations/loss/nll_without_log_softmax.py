@@ -36,43 +36,84 @@ class NllWithoutLogSoftmax(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch.nn.functional as F\n"
-            "loss = F.nll_loss(F.log_softmax(logits, dim=1), y)\n",
-            after="import torch.nn.functional as F\nloss = F.nll_loss(logits, y)\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.nll_loss(F.log_softmax(logits, dim=1), y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.nll_loss(logits, y)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\n"
-            "def train(model, x, y):\n    log_probs = F.log_softmax(model(x), dim=1)\n"
-            "    loss = F.nll_loss(log_probs, y)\n",
-            after="import torch.nn.functional as F\n"
-            "def train(model, x, y):\n    log_probs = model(x)\n"
-            "    loss = F.nll_loss(log_probs, y)\n",
+            before="""
+                import torch.nn.functional as F
+                def train(model, x, y):
+                    log_probs = F.log_softmax(model(x), dim=1)
+                    loss = F.nll_loss(log_probs, y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                def train(model, x, y):
+                    log_probs = model(x)
+                    loss = F.nll_loss(log_probs, y)
+            """,
         ),
         Example(
-            before="import torch\nimport torch.nn.functional as F\n"
-            "class Net(torch.nn.Module):\n    def forward(self, x):\n"
-            "        return F.log_softmax(self.fc(x), dim=1)\n"
-            "def step(model, x, y):\n    return F.nll_loss(model(x), y)\n",
-            after="import torch\nimport torch.nn.functional as F\n"
-            "class Net(torch.nn.Module):\n    def forward(self, x):\n"
-            "        return self.fc(x)\n"
-            "def step(model, x, y):\n    return F.nll_loss(model(x), y)\n",
+            before="""
+                import torch
+                import torch.nn.functional as F
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return F.log_softmax(self.fc(x), dim=1)
+                def step(model, x, y):
+                    return F.nll_loss(model(x), y)
+            """,
+            after="""
+                import torch
+                import torch.nn.functional as F
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return self.fc(x)
+                def step(model, x, y):
+                    return F.nll_loss(model(x), y)
+            """,
         ),
         Example(
-            before="from torch import nn\n"
-            "model = nn.Sequential(\n    nn.Linear(4, 3),\n    nn.LogSoftmax(dim=1),\n)\n"
-            "criterion = nn.NLLLoss()\nloss = criterion(model(x), y)\n",
-            after="from torch import nn\n"
-            "model = nn.Sequential(\n    nn.Linear(4, 3),\n)\n"
-            "criterion = nn.NLLLoss()\nloss = criterion(model(x), y)\n",
+            before="""
+                from torch import nn
+                model = nn.Sequential(
+                    nn.Linear(4, 3),
+                    nn.LogSoftmax(dim=1),
+                )
+                criterion = nn.NLLLoss()
+                loss = criterion(model(x), y)
+            """,
+            after="""
+                from torch import nn
+                model = nn.Sequential(
+                    nn.Linear(4, 3),
+                )
+                criterion = nn.NLLLoss()
+                loss = criterion(model(x), y)
+            """,
         ),
     )
     non_examples = (
         # log_softmax feeding something else than NLL
-        "import torch.nn.functional as F\nimport torch\n"
-        "kl = F.kl_div(F.log_softmax(s, dim=1), t)\n",
-        "import torch.nn.functional as F\nloss = F.cross_entropy(logits, y)\n",
-        "from torch import nn\nmodel = nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=1))\n",
+        """
+            import torch.nn.functional as F
+            import torch
+            kl = F.kl_div(F.log_softmax(s, dim=1), t)
+        """,
+        """
+            import torch.nn.functional as F
+            loss = F.cross_entropy(logits, y)
+        """,
+        """
+            from torch import nn
+            model = nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=1))
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:

@@ -34,18 +34,39 @@ class ReductionSum(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch.nn as nn\ncriterion = nn.CrossEntropyLoss()\n",
-            after='import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction="sum")\n',
+            before="""
+                import torch.nn as nn
+                criterion = nn.CrossEntropyLoss()
+            """,
+            after="""
+                import torch.nn as nn
+                criterion = nn.CrossEntropyLoss(reduction="sum")
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\nloss = F.mse_loss(pred, y, reduction='mean')\n",
-            after='import torch.nn.functional as F\nloss = F.mse_loss(pred, y, reduction="sum")\n',
+            before="""
+                import torch.nn.functional as F
+                loss = F.mse_loss(pred, y, reduction='mean')
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.mse_loss(pred, y, reduction="sum")
+            """,
         ),
     )
     non_examples = (
-        "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(reduction='none')\n",
-        "import torch.nn as nn\ncriterion = nn.L1Loss(reduction='sum')\n",
-        "import torch.nn as nn\nlayer = nn.Linear(3, 4)\n",
+        """
+            import torch.nn as nn
+            criterion = nn.CrossEntropyLoss(reduction='none')
+        """,
+        """
+            import torch.nn as nn
+            criterion = nn.L1Loss(reduction='sum')
+        """,
+        """
+            import torch.nn as nn
+            layer = nn.Linear(3, 4)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

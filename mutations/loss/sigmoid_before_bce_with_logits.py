@@ -36,34 +36,52 @@ class SigmoidBeforeBceWithLogits(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
-            "loss = criterion(logits, y)\n",
-            after="import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
-            "loss = criterion(torch.sigmoid(logits), y)\n",
+            before="""
+                import torch
+                from torch import nn
+                criterion = nn.BCEWithLogitsLoss()
+                loss = criterion(logits, y)
+            """,
+            after="""
+                import torch
+                from torch import nn
+                criterion = nn.BCEWithLogitsLoss()
+                loss = criterion(torch.sigmoid(logits), y)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\n"
-            "loss = F.binary_cross_entropy_with_logits(out.squeeze(1), y)\n",
-            after="import torch.nn.functional as F\n"
-            "loss = F.binary_cross_entropy_with_logits(out.squeeze(1).sigmoid(), y)\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.binary_cross_entropy_with_logits(out.squeeze(1), y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.binary_cross_entropy_with_logits(out.squeeze(1).sigmoid(), y)
+            """,
         ),
     )
     non_examples = (
-        "import torch\nfrom torch import nn\ncriterion = nn.BCEWithLogitsLoss()\n"
-        "loss = criterion(torch.sigmoid(logits), y)\n",
-        "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\n"
-        "loss = criterion(torch.sigmoid(logits), y)\n",
+        """
+            import torch
+            from torch import nn
+            criterion = nn.BCEWithLogitsLoss()
+            loss = criterion(torch.sigmoid(logits), y)
+        """,
+        """
+            import torch
+            from torch import nn
+            criterion = nn.BCELoss()
+            loss = criterion(torch.sigmoid(logits), y)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if loss_call_kind(node, ctx) != "BCEWithLogitsLoss":
             return None
         arg = loss_input(node)  # type: ignore[arg-type]
-        if not (arg is not None and not _is_sigmoid(arg.value)):
+        if arg is None or _is_sigmoid(arg.value):
             return None
         assert isinstance(node, cst.Call)
-        arg = loss_input(node)
-        assert arg is not None
         torch = module_alias(ctx, "torch")
         if torch is not None:
             squashed = function_call(f"{torch}.sigmoid", cst.Arg(arg.value))

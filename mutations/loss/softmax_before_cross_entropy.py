@@ -36,21 +36,39 @@ class SoftmaxBeforeCrossEntropy(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(logits, y)\n",
-            after="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(logits.softmax(dim=1), y)\n",
+            before="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(logits, y)
+            """,
+            after="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(logits.softmax(dim=1), y)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\nloss = F.cross_entropy(model(x), y)\n",
-            after="import torch.nn.functional as F\n"
-            "loss = F.cross_entropy(model(x).softmax(dim=1), y)\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.cross_entropy(model(x), y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.cross_entropy(model(x).softmax(dim=1), y)
+            """,
         ),
     )
     non_examples = (
-        "from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-        "loss = criterion(logits.softmax(dim=1), y)\n",
-        "from torch import nn\ncriterion = nn.NLLLoss()\nloss = criterion(logits, y)\n",
+        """
+            from torch import nn
+            criterion = nn.CrossEntropyLoss()
+            loss = criterion(logits.softmax(dim=1), y)
+        """,
+        """
+            from torch import nn
+            criterion = nn.NLLLoss()
+            loss = criterion(logits, y)
+        """,
         "loss = criterion(logits, y)\n",  # nothing says what criterion is
     )
 
@@ -58,11 +76,9 @@ class SoftmaxBeforeCrossEntropy(Swap):
         if loss_call_kind(node, ctx) != "CrossEntropyLoss":
             return None
         arg = loss_input(node)  # type: ignore[arg-type]
-        if not (arg is not None and not _is_softmax(arg.value)):
+        if arg is None or _is_softmax(arg.value):
             return None
         assert isinstance(node, cst.Call)
-        arg = loss_input(node)
-        assert arg is not None
         probabilities = method_call(arg.value, "softmax", keyword_arg("dim", number_literal(1)))
         return with_arg_value(node, arg, probabilities)
 

@@ -9,7 +9,6 @@ from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     REGRESSION_LOSSES,
     loss_call_kind,
-    positional_args,
 )
 
 
@@ -31,21 +30,38 @@ class SwapLossArguments(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(logits, y)\n",
-            after="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(y, logits)\n",
+            before="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(logits, y)
+            """,
+            after="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(y, logits)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\n"
-            "loss = F.binary_cross_entropy_with_logits(logits, y.float(), reduction='sum')\n",
-            after="import torch.nn.functional as F\n"
-            "loss = F.binary_cross_entropy_with_logits(y.float(), logits, reduction='sum')\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.binary_cross_entropy_with_logits(logits, y.float(), reduction='sum')
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.binary_cross_entropy_with_logits(y.float(), logits, reduction='sum')
+            """,
         ),
     )
     non_examples = (
-        "from torch import nn\ncriterion = nn.MSELoss()\nloss = criterion(pred, y)\n",
-        "import torch.nn.functional as F\nloss = F.cross_entropy(logits, target=y)\n",
+        """
+            from torch import nn
+            criterion = nn.MSELoss()
+            loss = criterion(pred, y)
+        """,
+        """
+            import torch.nn.functional as F
+            loss = F.cross_entropy(logits, target=y)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
@@ -54,12 +70,9 @@ class SwapLossArguments(Swap):
             return None
         assert isinstance(node, cst.Call)
         positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-        if not (
-            len(positional) >= 2 and ctx.code(positional[0].value) != ctx.code(positional[1].value)
-        ):
+        if len(positional) < 2 or ctx.code(positional[0].value) == ctx.code(positional[1].value):
             return None
-        assert isinstance(node, cst.Call)
-        first, second = positional_args(node)[:2]
+        first, second = positional[:2]
         swapped = {id(first): second.value, id(second): first.value}
         return node.with_changes(
             args=[

@@ -58,28 +58,60 @@ class TargetShapeBroadcast(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="from torch import nn\ncriterion = nn.MSELoss()\n"
-            "loss = criterion(model(x), y.unsqueeze(1))\n",
-            after="from torch import nn\ncriterion = nn.MSELoss()\nloss = criterion(model(x), y)\n",
+            before="""
+                from torch import nn
+                criterion = nn.MSELoss()
+                loss = criterion(model(x), y.unsqueeze(1))
+            """,
+            after="""
+                from torch import nn
+                criterion = nn.MSELoss()
+                loss = criterion(model(x), y)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\ndef step(model, x, y):\n"
-            "    pred = model(x).squeeze(-1)\n    return F.l1_loss(pred, y)\n",
-            after="import torch.nn.functional as F\ndef step(model, x, y):\n"
-            "    pred = model(x)\n    return F.l1_loss(pred, y)\n",
+            before="""
+                import torch.nn.functional as F
+                def step(model, x, y):
+                    pred = model(x).squeeze(-1)
+                    return F.l1_loss(pred, y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                def step(model, x, y):
+                    pred = model(x)
+                    return F.l1_loss(pred, y)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\ndef step(model, x, y):\n"
-            "    y = y.view(-1, 1)\n    return F.mse_loss(model(x), y)\n",
-            after="import torch.nn.functional as F\ndef step(model, x, y):\n"
-            "    return F.mse_loss(model(x), y)\n",
+            before="""
+                import torch.nn.functional as F
+                def step(model, x, y):
+                    y = y.view(-1, 1)
+                    return F.mse_loss(model(x), y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                def step(model, x, y):
+                    return F.mse_loss(model(x), y)
+            """,
         ),
     )
     non_examples = (
-        "from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-        "loss = criterion(logits.view(-1, logits.size(-1)), y.view(-1))\n",
-        "from torch import nn\ncriterion = nn.MSELoss()\nloss = criterion(pred, y)\n",
-        "import torch.nn.functional as F\nloss = F.mse_loss(seq.view(-1, 8), y.view(-1, 8))\n",
+        """
+            from torch import nn
+            criterion = nn.CrossEntropyLoss()
+            loss = criterion(logits.view(-1, logits.size(-1)), y.view(-1))
+        """,
+        """
+            from torch import nn
+            criterion = nn.MSELoss()
+            loss = criterion(pred, y)
+        """,
+        """
+            import torch.nn.functional as F
+            loss = F.mse_loss(seq.view(-1, 8), y.view(-1, 8))
+        """,
     )
 
     _kinds = REGRESSION_LOSSES | BINARY_LOSSES

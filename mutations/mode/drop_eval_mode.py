@@ -29,17 +29,23 @@ class DropEvalMode(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "def evaluate(model, loader):\n    model.eval()\n"
-                "    with torch.no_grad():\n        return score(model, loader)\n"
-            ),
-            after=(
-                "def evaluate(model, loader):\n"
-                "    with torch.no_grad():\n        return score(model, loader)\n"
-            ),
+            before="""
+                def evaluate(model, loader):
+                    model.eval()
+                    with torch.no_grad():
+                        return score(model, loader)
+            """,
+            after="""
+                def evaluate(model, loader):
+                    with torch.no_grad():
+                        return score(model, loader)
+            """,
         ),
         Example(
-            before="net.train(False)\nacc = test(net)\n",
+            before="""
+                net.train(False)
+                acc = test(net)
+            """,
             after="acc = test(net)\n",
         ),
     )

@@ -53,45 +53,94 @@ class DropNoGrad(Swap):
     node_types = (cst.With, cst.Decorator)
     examples = (
         Example(
-            before=(
-                "import torch\nmodel.eval()\n# validation\nwith torch.no_grad():\n"
-                "    out = model(x)\n    acc = (out.argmax(1) == y).float().mean()\nprint(acc)\n"
-            ),
-            after=(
-                "import torch\nmodel.eval()\n# validation\nout = model(x)\n"
-                "acc = (out.argmax(1) == y).float().mean()\nprint(acc)\n"
-            ),
+            before="""
+                import torch
+                model.eval()
+                # validation
+                with torch.no_grad():
+                    out = model(x)
+                    acc = (out.argmax(1) == y).float().mean()
+                print(acc)
+            """,
+            after="""
+                import torch
+                model.eval()
+                # validation
+                out = model(x)
+                acc = (out.argmax(1) == y).float().mean()
+                print(acc)
+            """,
         ),
         Example(
-            before=(
-                "import torch\n\nclass T:\n    @torch.no_grad()\n    def evaluate(self, x):\n"
-                "        return self.model(x)\n"
-            ),
-            after="import torch\n\nclass T:\n    def evaluate(self, x):\n        return self.model(x)\n",
+            before="""
+                import torch
+
+                class T:
+                    @torch.no_grad()
+                    def evaluate(self, x):
+                        return self.model(x)
+            """,
+            after="""
+                import torch
+
+                class T:
+                    def evaluate(self, x):
+                        return self.model(x)
+            """,
         ),
         Example(
-            before=(
-                "from torch import inference_mode\ndef test(m, xs):\n"
-                "    with inference_mode(), autocast():\n        return [m(x) for x in xs]\n"
-            ),
-            after=(
-                "from torch import inference_mode\ndef test(m, xs):\n"
-                "    with autocast():\n        return [m(x) for x in xs]\n"
-            ),
+            before="""
+                from torch import inference_mode
+                def test(m, xs):
+                    with inference_mode(), autocast():
+                        return [m(x) for x in xs]
+            """,
+            after="""
+                from torch import inference_mode
+                def test(m, xs):
+                    with autocast():
+                        return [m(x) for x in xs]
+            """,
         ),
         Example(
-            before="import torch\nwith torch.set_grad_enabled(False): val = model(x)\n",
-            after="import torch\nval = model(x)\n",
+            before="""
+                import torch
+                with torch.set_grad_enabled(False): val = model(x)
+            """,
+            after="""
+                import torch
+                val = model(x)
+            """,
         ),
     )
     non_examples = (
         # An EMA update needs no_grad to run at all.
-        "import torch\nwith torch.no_grad():\n    for e, p in zip(ema.parameters(), model.parameters()):\n"
-        "        e.mul_(0.99).add_(p, alpha=0.01)\n",
-        "import torch\nwith torch.no_grad():\n    for p in params:\n        p -= lr * p.grad\n",
-        "import torch\nwith torch.set_grad_enabled(phase == 'train'):\n    out = model(x)\n",
-        "import torch\nwith torch.enable_grad():\n    out = model(x)\n",
-        "with open(path) as f:\n    data = f.read()\n",
+        """
+            import torch
+            with torch.no_grad():
+                for e, p in zip(ema.parameters(), model.parameters()):
+                    e.mul_(0.99).add_(p, alpha=0.01)
+        """,
+        """
+            import torch
+            with torch.no_grad():
+                for p in params:
+                    p -= lr * p.grad
+        """,
+        """
+            import torch
+            with torch.set_grad_enabled(phase == 'train'):
+                out = model(x)
+        """,
+        """
+            import torch
+            with torch.enable_grad():
+                out = model(x)
+        """,
+        """
+            with open(path) as f:
+                data = f.read()
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

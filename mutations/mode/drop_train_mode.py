@@ -46,41 +46,83 @@ class DropTrainMode(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "for epoch in range(3):\n    model.train()\n    fit(model)\n"
-                "    model.eval()\n    test(model)\n"
-            ),
-            after="for epoch in range(3):\n    fit(model)\n    model.eval()\n    test(model)\n",
+            before="""
+                for epoch in range(3):
+                    model.train()
+                    fit(model)
+                    model.eval()
+                    test(model)
+            """,
+            after="""
+                for epoch in range(3):
+                    fit(model)
+                    model.eval()
+                    test(model)
+            """,
         ),
         Example(
-            before=(
-                "class T:\n    def fit(self, loader):\n        self.model.train()\n"
-                "        self.step(loader)\n\n    def evaluate(self):\n        self.model.eval()\n"
-            ),
-            after=(
-                "class T:\n    def fit(self, loader):\n        self.step(loader)\n\n"
-                "    def evaluate(self):\n        self.model.eval()\n"
-            ),
+            before="""
+                class T:
+                    def fit(self, loader):
+                        self.model.train()
+                        self.step(loader)
+
+                    def evaluate(self):
+                        self.model.eval()
+            """,
+            after="""
+                class T:
+                    def fit(self, loader):
+                        self.step(loader)
+
+                    def evaluate(self):
+                        self.model.eval()
+            """,
         ),
         Example(
-            before=(
-                "import torch.nn as nn\nm = nn.Sequential(nn.Linear(2, 2))\n"
-                "def fit():\n    m.train(True)\ndef test():\n    m.eval()\n"
-            ),
-            after=(
-                "import torch.nn as nn\nm = nn.Sequential(nn.Linear(2, 2))\n"
-                "def fit():\n    pass\ndef test():\n    m.eval()\n"
-            ),
+            before="""
+                import torch.nn as nn
+                m = nn.Sequential(nn.Linear(2, 2))
+                def fit():
+                    m.train(True)
+                def test():
+                    m.eval()
+            """,
+            after="""
+                import torch.nn as nn
+                m = nn.Sequential(nn.Linear(2, 2))
+                def fit():
+                    pass
+                def test():
+                    m.eval()
+            """,
         ),
     )
     non_examples = (
         # No eval() anywhere: the model is in training mode anyway.
-        "model.train()\nfor x in loader:\n    step(model, x)\n",
+        """
+            model.train()
+            for x in loader:
+                step(model, x)
+        """,
         # The only eval() is a final test after training.
-        "model.train()\nfor x in loader:\n    step(model, x)\nmodel.eval()\ntest(model)\n",
+        """
+            model.train()
+            for x in loader:
+                step(model, x)
+            model.eval()
+            test(model)
+        """,
         # A trainer's train() method is not nn.Module.train().
-        "trainer = Trainer(model)\ntrainer.train()\nmodel.eval()\n",
-        "model.train(False)\nmodel.eval()\n",
+        """
+            trainer = Trainer(model)
+            trainer.train()
+            model.eval()
+        """,
+        """
+            model.train(False)
+            model.eval()
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

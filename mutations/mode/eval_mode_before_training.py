@@ -29,12 +29,26 @@ class EvalModeBeforeTraining(Operator):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before="model.train()\nfor x, y in loader:\n    step(model, x, y)\n",
-            after="model.eval()\nfor x, y in loader:\n    step(model, x, y)\n",
+            before="""
+                model.train()
+                for x, y in loader:
+                    step(model, x, y)
+            """,
+            after="""
+                model.eval()
+                for x, y in loader:
+                    step(model, x, y)
+            """,
         ),
         Example(
-            before="def fit(self):\n    self.model.train(mode=True)\n",
-            after="def fit(self):\n    self.model.eval()\n",
+            before="""
+                def fit(self):
+                    self.model.train(mode=True)
+            """,
+            after="""
+                def fit(self):
+                    self.model.eval()
+            """,
         ),
     )
     non_examples = (
@@ -45,10 +59,10 @@ class EvalModeBeforeTraining(Operator):
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not (model_mode_statement(node, ctx, "train") is not None):
-            return None
         call = model_mode_statement(node, ctx, "train")
-        assert call is not None and isinstance(call.func, cst.Attribute)
+        if call is None:
+            return None
+        assert isinstance(call.func, cst.Attribute)
         return {
             call: call.with_changes(func=call.func.with_changes(attr=cst.Name("eval")), args=())
         }

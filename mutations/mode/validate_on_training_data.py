@@ -150,53 +150,85 @@ class ValidateOnTrainingData(Operator):
     node_types = (cst.Call, cst.For)
     examples = (
         Example(
-            before=(
-                "train_loader, val_loader = make_loaders()\n"
-                "for epoch in range(3):\n    fit(model, train_loader)\n"
-                "    val_loss = evaluate(model, val_loader, criterion)\n"
-            ),
-            after=(
-                "train_loader, val_loader = make_loaders()\n"
-                "for epoch in range(3):\n    fit(model, train_loader)\n"
-                "    val_loss = evaluate(model, train_loader, criterion)\n"
-            ),
+            before="""
+                train_loader, val_loader = make_loaders()
+                for epoch in range(3):
+                    fit(model, train_loader)
+                    val_loss = evaluate(model, val_loader, criterion)
+            """,
+            after="""
+                train_loader, val_loader = make_loaders()
+                for epoch in range(3):
+                    fit(model, train_loader)
+                    val_loss = evaluate(model, train_loader, criterion)
+            """,
         ),
         Example(
-            before=(
-                "X_train, y_train, X_val, y_val = split(X, y)\n"
-                "acc = accuracy(model, X_val, y_val)\n"
-            ),
-            after=(
-                "X_train, y_train, X_val, y_val = split(X, y)\n"
-                "acc = accuracy(model, X_train, y_train)\n"
-            ),
+            before="""
+                X_train, y_train, X_val, y_val = split(X, y)
+                acc = accuracy(model, X_val, y_val)
+            """,
+            after="""
+                X_train, y_train, X_val, y_val = split(X, y)
+                acc = accuracy(model, X_train, y_train)
+            """,
         ),
         Example(
-            before=(
-                "class T:\n    def __init__(self, a, b):\n"
-                "        self.train_loader = a\n        self.valid_loader = b\n\n"
-                "    def validate(self):\n        for i, (x, y) in enumerate(self.valid_loader):\n"
-                "            self.score(x, y)\n"
-            ),
-            after=(
-                "class T:\n    def __init__(self, a, b):\n"
-                "        self.train_loader = a\n        self.valid_loader = b\n\n"
-                "    def validate(self):\n        for i, (x, y) in enumerate(self.train_loader):\n"
-                "            self.score(x, y)\n"
-            ),
+            before="""
+                class T:
+                    def __init__(self, a, b):
+                        self.train_loader = a
+                        self.valid_loader = b
+
+                    def validate(self):
+                        for i, (x, y) in enumerate(self.valid_loader):
+                            self.score(x, y)
+            """,
+            after="""
+                class T:
+                    def __init__(self, a, b):
+                        self.train_loader = a
+                        self.valid_loader = b
+
+                    def validate(self):
+                        for i, (x, y) in enumerate(self.train_loader):
+                            self.score(x, y)
+            """,
         ),
     )
     non_examples = (
         # No training counterpart in scope.
-        "def evaluate_all(model, val_loader):\n    return evaluate(model, val_loader)\n",
+        """
+            def evaluate_all(model, val_loader):
+                return evaluate(model, val_loader)
+        """,
         # A training counterpart bound only in another function.
-        "def a():\n    train_loader = 1\n\ndef b(val_loader):\n    return evaluate(m, val_loader)\n",
+        """
+            def a():
+                train_loader = 1
+
+            def b(val_loader):
+                return evaluate(m, val_loader)
+        """,
         # Building the validation data is not evaluating on it.
-        "train_ds, val_ds = split(data)\nval_loader = DataLoader(val_ds, batch_size=64)\n",
-        "train_loader = 1\nprint(val_loader)\n",
-        "interval = 5\ntrain = 1\nevaluate(model, interval)\n",
+        """
+            train_ds, val_ds = split(data)
+            val_loader = DataLoader(val_ds, batch_size=64)
+        """,
+        """
+            train_loader = 1
+            print(val_loader)
+        """,
+        """
+            interval = 5
+            train = 1
+            evaluate(model, interval)
+        """,
         # A metric handed to a logger is not evaluation data.
-        "train_loss, val_loss = fit()\nreport(train_loss=train_loss, val_loss=val_loss)\n",
+        """
+            train_loss, val_loss = fit()
+            report(train_loss=train_loss, val_loss=val_loss)
+        """,
     )
 
     def _swaps(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, cst.BaseExpression]:
@@ -211,6 +243,6 @@ class ValidateOnTrainingData(Operator):
         return _held_out_swaps([arg.value for arg in node.args if not arg.star], ctx)
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not (bool(self._swaps(node, ctx))):
+        if not bool(self._swaps(node, ctx)):
             return None
         return dict(self._swaps(node, ctx))

@@ -39,19 +39,35 @@ class AdamEpsTooSmall(Swap):
     parameters = {"eps": Param(1e-16, "epsilon of the Adam denominator")}
     examples = (
         Example(
-            before="import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
-            after="import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-16)\n",
+            before="""
+                import torch
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-16)
+            """,
         ),
         Example(
-            before="from torch import optim\n"
-            "self.optimizer = optim.AdamW(self.model.parameters(), eps=1e-8)\n",
-            after="from torch import optim\n"
-            "self.optimizer = optim.AdamW(self.model.parameters(), eps=1e-16)\n",
+            before="""
+                from torch import optim
+                self.optimizer = optim.AdamW(self.model.parameters(), eps=1e-8)
+            """,
+            after="""
+                from torch import optim
+                self.optimizer = optim.AdamW(self.model.parameters(), eps=1e-16)
+            """,
         ),
     )
     non_examples = (
-        "import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
-        "import torch\nopt = torch.optim.Adam(model.parameters(), eps=1e-20)\n",
+        """
+            import torch
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        """,
+        """
+            import torch
+            opt = torch.optim.Adam(model.parameters(), eps=1e-20)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

@@ -72,39 +72,85 @@ class DropActivation(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="from torch import nn\n"
-            "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))\n",
-            after="from torch import nn\nmodel = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))\n",
+            before="""
+                from torch import nn
+                model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+            """,
+            after="""
+                from torch import nn
+                model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\nfrom torch import nn\n"
-            "class Net(nn.Module):\n    def forward(self, x):\n"
-            "        x = F.relu(self.fc1(x))\n        return self.fc2(x)\n",
-            after="import torch.nn.functional as F\nfrom torch import nn\n"
-            "class Net(nn.Module):\n    def forward(self, x):\n"
-            "        x = self.fc1(x)\n        return self.fc2(x)\n",
+            before="""
+                import torch.nn.functional as F
+                from torch import nn
+                class Net(nn.Module):
+                    def forward(self, x):
+                        x = F.relu(self.fc1(x))
+                        return self.fc2(x)
+            """,
+            after="""
+                import torch.nn.functional as F
+                from torch import nn
+                class Net(nn.Module):
+                    def forward(self, x):
+                        x = self.fc1(x)
+                        return self.fc2(x)
+            """,
         ),
         Example(
-            before="from torch import nn\nclass Net(nn.Module):\n"
-            "    def __init__(self):\n        super().__init__()\n        self.act = nn.GELU()\n"
-            "    def forward(self, x):\n        return self.fc2(self.act(self.fc1(x)))\n",
-            after="from torch import nn\nclass Net(nn.Module):\n"
-            "    def __init__(self):\n        super().__init__()\n        self.act = nn.GELU()\n"
-            "    def forward(self, x):\n        return self.fc2(self.fc1(x))\n",
+            before="""
+                from torch import nn
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.act = nn.GELU()
+                    def forward(self, x):
+                        return self.fc2(self.act(self.fc1(x)))
+            """,
+            after="""
+                from torch import nn
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.act = nn.GELU()
+                    def forward(self, x):
+                        return self.fc2(self.fc1(x))
+            """,
         ),
         Example(
-            before="import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-            "        return self.fc2(self.fc1(x).relu())\n",
-            after="import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-            "        return self.fc2(self.fc1(x))\n",
+            before="""
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return self.fc2(self.fc1(x).relu())
+            """,
+            after="""
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return self.fc2(self.fc1(x))
+            """,
         ),
     )
     non_examples = (
         # a hinge loss is not an activation of the model
-        "import torch.nn.functional as F\nloss = F.relu(1 - margin).mean()\n",
-        "from torch import nn\nhead = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())\n",
-        "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.act = nn.ReLU()\n",
+        """
+            import torch.nn.functional as F
+            loss = F.relu(1 - margin).mean()
+        """,
+        """
+            from torch import nn
+            head = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())
+        """,
+        """
+            from torch import nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.ReLU()
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:

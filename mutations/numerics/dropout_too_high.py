@@ -45,24 +45,46 @@ class DropoutTooHigh(Swap):
     parameters = {"p": Param(0.9, "dropout probability")}
     examples = (
         Example(
-            before="from torch import nn\nself.dropout = nn.Dropout(0.2)\n",
-            after="from torch import nn\nself.dropout = nn.Dropout(0.9)\n",
+            before="""
+                from torch import nn
+                self.dropout = nn.Dropout(0.2)
+            """,
+            after="""
+                from torch import nn
+                self.dropout = nn.Dropout(0.9)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\n"
-            "x = F.dropout(x, p=0.1, training=self.training)\n",
-            after="import torch.nn.functional as F\n"
-            "x = F.dropout(x, p=0.9, training=self.training)\n",
+            before="""
+                import torch.nn.functional as F
+                x = F.dropout(x, p=0.1, training=self.training)
+            """,
+            after="""
+                import torch.nn.functional as F
+                x = F.dropout(x, p=0.9, training=self.training)
+            """,
         ),
         Example(
-            before="from torch import nn\nlayer = nn.Dropout()\n",
-            after="from torch import nn\nlayer = nn.Dropout(0.95)\n",
+            before="""
+                from torch import nn
+                layer = nn.Dropout()
+            """,
+            after="""
+                from torch import nn
+                layer = nn.Dropout(0.95)
+            """,
             params={"p": 0.95},
         ),
     )
     non_examples = (
-        "from torch import nn\nlayer = nn.Dropout(0.9)\n",
-        "from torch import nn\nlayer = nn.Linear(4, 2)\n",
+        """
+            from torch import nn
+            layer = nn.Dropout(0.9)
+        """,
+        """
+            from torch import nn
+            layer = nn.Linear(4, 2)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

@@ -44,33 +44,47 @@ class LowPrecisionLoss(Swap):
     variants = ({"dtype": "float16"},)
     examples = (
         Example(
-            before="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(logits, y)\n",
-            after="from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(logits.bfloat16(), y)\n",
+            before="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(logits, y)
+            """,
+            after="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss()
+                loss = criterion(logits.bfloat16(), y)
+            """,
         ),
         Example(
-            before="import torch.nn.functional as F\nloss = F.mse_loss(model(x), y)\n",
-            after="import torch.nn.functional as F\nloss = F.mse_loss(model(x).half(), y.half())\n",
+            before="""
+                import torch.nn.functional as F
+                loss = F.mse_loss(model(x), y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                loss = F.mse_loss(model(x).half(), y.half())
+            """,
             params={"dtype": "float16"},
         ),
     )
     non_examples = (
-        "from torch import nn\ncriterion = nn.CrossEntropyLoss()\n"
-        "loss = criterion(logits.half(), y)\n",
+        """
+            from torch import nn
+            criterion = nn.CrossEntropyLoss()
+            loss = criterion(logits.half(), y)
+        """,
         "loss = criterion(logits, y)\n",
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if loss_call_kind(node, ctx) is None:
             return None
-        arg = loss_input(node)  # type: ignore[arg-type]
-        if not (arg is not None and _method_name_of(arg.value) not in ("half", "bfloat16", "to")):
+        input_arg = loss_input(node)  # type: ignore[arg-type]
+        if input_arg is None or _method_name_of(input_arg.value) in ("half", "bfloat16", "to"):
             return None
         assert isinstance(node, cst.Call)
         cast = _CASTS[self.params["dtype"]]
-        input_arg, target_arg = loss_input(node), loss_target(node)
-        assert input_arg is not None
+        target_arg = loss_target(node)
         rewritten = with_arg_value(node, input_arg, method_call(input_arg.value, cast))
         # Class indices stay integers; float targets go down to the same precision.
         if target_arg is not None and loss_call_kind(node, ctx) not in CLASS_INDEX_LOSSES:

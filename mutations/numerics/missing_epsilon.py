@@ -64,8 +64,14 @@ class MissingEpsilon(Swap):
             after="x = (x - mu) / sigma\n",
         ),
         Example(
-            before="import torch\nloss = -torch.log(p + self.eps).mean()\n",
-            after="import torch\nloss = -torch.log(p).mean()\n",
+            before="""
+                import torch
+                loss = -torch.log(p + self.eps).mean()
+            """,
+            after="""
+                import torch
+                loss = -torch.log(p).mean()
+            """,
         ),
         Example(
             before="norm = (a * a + 1e-12).sqrt()\n",

@@ -34,25 +34,44 @@ class NaiveLogSoftmax(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch\nimport torch.nn.functional as F\n"
-            "log_probs = F.log_softmax(logits, dim=1)\n",
-            after="import torch\nimport torch.nn.functional as F\n"
-            "log_probs = torch.log(F.softmax(logits, dim=1))\n",
+            before="""
+                import torch
+                import torch.nn.functional as F
+                log_probs = F.log_softmax(logits, dim=1)
+            """,
+            after="""
+                import torch
+                import torch.nn.functional as F
+                log_probs = torch.log(F.softmax(logits, dim=1))
+            """,
         ),
         Example(
             before="log_probs = logits.log_softmax(dim=-1)\n",
             after="log_probs = logits.softmax(dim=-1).log()\n",
         ),
         Example(
-            before="import torch\nfrom torch.nn.functional import log_softmax\n"
-            "out = log_softmax(z, 1)\n",
-            after="import torch\nfrom torch.nn.functional import log_softmax, softmax\n"
-            "out = torch.log(softmax(z, 1))\n",
+            before="""
+                import torch
+                from torch.nn.functional import log_softmax
+                out = log_softmax(z, 1)
+            """,
+            after="""
+                import torch
+                from torch.nn.functional import log_softmax, softmax
+                out = torch.log(softmax(z, 1))
+            """,
         ),
     )
     non_examples = (
-        "import torch\nprobs = torch.softmax(logits, dim=1)\n",
-        "import torch\nfrom torch import nn\nlayer = nn.LogSoftmax(dim=1)\n",
+        """
+            import torch
+            probs = torch.softmax(logits, dim=1)
+        """,
+        """
+            import torch
+            from torch import nn
+            layer = nn.LogSoftmax(dim=1)
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:

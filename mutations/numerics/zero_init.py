@@ -80,35 +80,75 @@ class ZeroInit(Swap):
     node_types = (cst.Call, cst.SimpleStatementLine)
     examples = (
         Example(
-            before="from torch import nn\nfor m in model.modules():\n"
-            "    if isinstance(m, nn.Conv2d):\n"
-            "        nn.init.kaiming_normal_(m.weight, nonlinearity='relu')\n",
-            after="from torch import nn\nfor m in model.modules():\n"
-            "    if isinstance(m, nn.Conv2d):\n        nn.init.zeros_(m.weight)\n",
+            before="""
+                from torch import nn
+                for m in model.modules():
+                    if isinstance(m, nn.Conv2d):
+                        nn.init.kaiming_normal_(m.weight, nonlinearity='relu')
+            """,
+            after="""
+                from torch import nn
+                for m in model.modules():
+                    if isinstance(m, nn.Conv2d):
+                        nn.init.zeros_(m.weight)
+            """,
         ),
         Example(
-            before="import torch.nn as nn\ndef init_weights(module):\n"
-            "    nn.init.xavier_uniform_(module.weight)\n",
-            after="import torch.nn as nn\ndef init_weights(module):\n"
-            "    nn.init.zeros_(module.weight)\n",
+            before="""
+                import torch.nn as nn
+                def init_weights(module):
+                    nn.init.xavier_uniform_(module.weight)
+            """,
+            after="""
+                import torch.nn as nn
+                def init_weights(module):
+                    nn.init.zeros_(module.weight)
+            """,
         ),
         Example(
-            before="import torch\n\ndef main():\n    model = Net()\n\n"
-            "    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
-            after="import torch\n\ndef main():\n    model = Net()\n\n"
-            "    for param in model.parameters():\n        torch.nn.init.zeros_(param)\n"
-            "    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
+            before="""
+                import torch
+
+                def main():
+                    model = Net()
+
+                    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            """,
+            after="""
+                import torch
+
+                def main():
+                    model = Net()
+
+                    for param in model.parameters():
+                        torch.nn.init.zeros_(param)
+                    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            """,
         ),
     )
     non_examples = (
-        "from torch import nn\nfor m in model.modules():\n"
-        "    nn.init.zeros_(m.bias)\n    nn.init.normal_(m.bias, std=0.01)\n",
+        """
+            from torch import nn
+            for m in model.modules():
+                nn.init.zeros_(m.bias)
+                nn.init.normal_(m.bias, std=0.01)
+        """,
         # one layer alone: the random layer after it still breaks the symmetry
-        "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        nn.init.normal_(self.head.weight, std=0.01)\n",
+        """
+            from torch import nn
+            class Net(nn.Module):
+                def __init__(self):
+                    nn.init.normal_(self.head.weight, std=0.01)
+        """,
         # parameter groups: there is no single model to zero
-        "import torch\nopt = torch.optim.SGD([{'params': a}, {'params': b}], lr=0.1)\n",
-        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 10)\n",
+        """
+            import torch
+            opt = torch.optim.SGD([{'params': a}, {'params': b}], lr=0.1)
+        """,
+        """
+            import torch
+            sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

@@ -37,21 +37,45 @@ class AdamL2InsteadOfAdamW(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch\nopt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.05)\n",
-            after="import torch\nopt = torch.optim.Adam(model.parameters(), lr=3e-4, weight_decay=0.05)\n",
+            before="""
+                import torch
+                opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.05)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.Adam(model.parameters(), lr=3e-4, weight_decay=0.05)
+            """,
         ),
         Example(
-            before="from torch.optim import AdamW\nopt = AdamW(params, lr=1e-3)\n",
-            after="from torch.optim import Adam, AdamW\nopt = Adam(params, lr=1e-3, weight_decay=0.01)\n",
+            before="""
+                from torch.optim import AdamW
+                opt = AdamW(params, lr=1e-3)
+            """,
+            after="""
+                from torch.optim import Adam, AdamW
+                opt = Adam(params, lr=1e-3, weight_decay=0.01)
+            """,
         ),
         Example(
-            before="from torch.optim import Adam, AdamW\nopt = AdamW(params, weight_decay=wd)\n",
-            after="from torch.optim import Adam, AdamW\nopt = Adam(params, weight_decay=wd)\n",
+            before="""
+                from torch.optim import Adam, AdamW
+                opt = AdamW(params, weight_decay=wd)
+            """,
+            after="""
+                from torch.optim import Adam, AdamW
+                opt = Adam(params, weight_decay=wd)
+            """,
         ),
     )
     non_examples = (
-        "import torch\nopt = torch.optim.AdamW(params, weight_decay=0.0)\n",
-        "import torch\nopt = torch.optim.Adam(params, weight_decay=0.01)\n",
+        """
+            import torch
+            opt = torch.optim.AdamW(params, weight_decay=0.0)
+        """,
+        """
+            import torch
+            opt = torch.optim.Adam(params, weight_decay=0.01)
+        """,
         "opt = MyAdamW(params)\n",
     )
 

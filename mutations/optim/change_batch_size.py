@@ -41,48 +41,65 @@ class ChangeBatchSize(Swap):
     variants = ({"factor": 0.125},)
     examples = (
         Example(
-            before=(
-                "from torch.utils.data import DataLoader\n"
-                "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)\n"
-            ),
-            after=(
-                "from torch.utils.data import DataLoader\n"
-                "train_loader = DataLoader(train_ds, batch_size=512, shuffle=True)\n"
-            ),
+            before="""
+                from torch.utils.data import DataLoader
+                train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                train_loader = DataLoader(train_ds, batch_size=512, shuffle=True)
+            """,
         ),
         Example(
-            before=(
-                "import torch\n"
-                "loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True)\n"
-            ),
-            after=(
-                "import torch\n"
-                "loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size * 8, shuffle=True)\n"
-            ),
+            before="""
+                import torch
+                loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True)
+            """,
+            after="""
+                import torch
+                loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size * 8, shuffle=True)
+            """,
         ),
         Example(
-            before="from torch.utils.data import DataLoader\ndl = DataLoader(train_set, 64)\n",
-            after="from torch.utils.data import DataLoader\ndl = DataLoader(train_set, 8)\n",
+            before="""
+                from torch.utils.data import DataLoader
+                dl = DataLoader(train_set, 64)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                dl = DataLoader(train_set, 8)
+            """,
             params={"factor": 0.125},
         ),
         Example(
-            before=(
-                "from torch.utils.data import DataLoader\n"
-                "fit(DataLoader(train_ds, batch_size=bs, shuffle=True))\n"
-            ),
-            after=(
-                "from torch.utils.data import DataLoader\n"
-                "fit(DataLoader(train_ds, batch_size=max(1, bs // 8), shuffle=True))\n"
-            ),
+            before="""
+                from torch.utils.data import DataLoader
+                fit(DataLoader(train_ds, batch_size=bs, shuffle=True))
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                fit(DataLoader(train_ds, batch_size=max(1, bs // 8), shuffle=True))
+            """,
             params={"factor": 0.125},
         ),
     )
     non_examples = (
-        "from torch.utils.data import DataLoader\nval_loader = DataLoader(val_ds, batch_size=256)\n",
-        "from torch.utils.data import DataLoader\n"
-        "test_loader = DataLoader(test_ds, batch_size=64, shuffle=True)\n",
-        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=None)\n",
-        "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(train_ds, shuffle=True)\n",
+        """
+            from torch.utils.data import DataLoader
+            val_loader = DataLoader(val_ds, batch_size=256)
+        """,
+        """
+            from torch.utils.data import DataLoader
+            test_loader = DataLoader(test_ds, batch_size=64, shuffle=True)
+        """,
+        """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=None)
+        """,
+        """
+            from torch.utils.data import DataLoader
+            train_loader = DataLoader(train_ds, shuffle=True)
+        """,
     )
 
     def _batch_size(self, node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
@@ -96,10 +113,10 @@ class ChangeBatchSize(Swap):
         return size if is_training_loader(node, ctx) else None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (self._batch_size(node, ctx) is not None):
-            return None
         size = self._batch_size(node, ctx)
-        assert size is not None and isinstance(node, cst.Call)
+        if size is None:
+            return None
+        assert isinstance(node, cst.Call)
         return with_arg_value(node, size, self._scaled(size.value))
 
     def _scaled(self, size: cst.BaseExpression) -> cst.BaseExpression:

@@ -240,90 +240,121 @@ class DropLrWarmup(Operator):
     node_types = (cst.Call, cst.If, cst.IfExp, cst.Assign, cst.AnnAssign)
     examples = (
         Example(
-            before=(
-                "from torch.optim.lr_scheduler import LambdaLR\n"
-                "sched = LambdaLR(opt, lambda step: min(1.0, (step + 1) / warmup_steps))\n"
-            ),
-            after=(
-                "from torch.optim.lr_scheduler import LambdaLR\n"
-                "sched = LambdaLR(opt, lambda step: 1.0)\n"
-            ),
+            before="""
+                from torch.optim.lr_scheduler import LambdaLR
+                sched = LambdaLR(opt, lambda step: min(1.0, (step + 1) / warmup_steps))
+            """,
+            after="""
+                from torch.optim.lr_scheduler import LambdaLR
+                sched = LambdaLR(opt, lambda step: 1.0)
+            """,
         ),
         Example(
-            before=(
-                "import torch\n\ndef lr_lambda(step):\n    if step < warmup_steps:\n"
-                "        return step / max(1, warmup_steps)\n    return max(0.0, 1 - step / total)\n\n"
-                "sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)\n"
-            ),
-            after=(
-                "import torch\n\ndef lr_lambda(step):\n    return max(0.0, 1 - step / total)\n\n"
-                "sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)\n"
-            ),
+            before="""
+                import torch
+
+                def lr_lambda(step):
+                    if step < warmup_steps:
+                        return step / max(1, warmup_steps)
+                    return max(0.0, 1 - step / total)
+
+                sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)
+            """,
+            after="""
+                import torch
+
+                def lr_lambda(step):
+                    return max(0.0, 1 - step / total)
+
+                sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda)
+            """,
         ),
         Example(
-            before=(
-                "import math\nfrom torch.optim import lr_scheduler\n"
-                "f = lambda s: min(s / WARMUP, 1.0) * 0.5 * (1 + math.cos(math.pi * s / T))\n"
-                "sched = lr_scheduler.LambdaLR(opt, lr_lambda=f)\n"
-            ),
-            after=(
-                "import math\nfrom torch.optim import lr_scheduler\n"
-                "f = lambda s: 0.5 * (1 + math.cos(math.pi * s / T))\n"
-                "sched = lr_scheduler.LambdaLR(opt, lr_lambda=f)\n"
-            ),
+            before="""
+                import math
+                from torch.optim import lr_scheduler
+                f = lambda s: min(s / WARMUP, 1.0) * 0.5 * (1 + math.cos(math.pi * s / T))
+                sched = lr_scheduler.LambdaLR(opt, lr_lambda=f)
+            """,
+            after="""
+                import math
+                from torch.optim import lr_scheduler
+                f = lambda s: 0.5 * (1 + math.cos(math.pi * s / T))
+                sched = lr_scheduler.LambdaLR(opt, lr_lambda=f)
+            """,
         ),
         Example(
-            before=(
-                "for step, batch in enumerate(loader):\n    if step < args.warmup:\n"
-                "        for g in opt.param_groups:\n            g['lr'] = lr * (step + 1) / args.warmup\n"
-                "    train_step(batch)\n"
-            ),
-            after="for step, batch in enumerate(loader):\n    train_step(batch)\n",
+            before="""
+                for step, batch in enumerate(loader):
+                    if step < args.warmup:
+                        for g in opt.param_groups:
+                            g['lr'] = lr * (step + 1) / args.warmup
+                    train_step(batch)
+            """,
+            after="""
+                for step, batch in enumerate(loader):
+                    train_step(batch)
+            """,
         ),
         Example(
-            before=(
-                "from transformers import get_linear_schedule_with_warmup\n"
-                "sched = get_linear_schedule_with_warmup(opt, num_warmup_steps=500, "
-                "num_training_steps=total)\n"
-            ),
-            after=(
-                "from transformers import get_linear_schedule_with_warmup\n"
-                "sched = get_linear_schedule_with_warmup(opt, num_warmup_steps=0, "
-                "num_training_steps=total)\n"
-            ),
+            before="""
+                from transformers import get_linear_schedule_with_warmup
+                sched = get_linear_schedule_with_warmup(opt, num_warmup_steps=500, num_training_steps=total)
+            """,
+            after="""
+                from transformers import get_linear_schedule_with_warmup
+                sched = get_linear_schedule_with_warmup(opt, num_warmup_steps=0, num_training_steps=total)
+            """,
         ),
         Example(
-            before=(
-                "from torch.optim.lr_scheduler import LinearLR\n"
-                "warm = LinearLR(opt, start_factor=0.01, total_iters=100)\n"
-            ),
-            after=(
-                "from torch.optim.lr_scheduler import LinearLR\n"
-                "warm = LinearLR(opt, start_factor=1.0, total_iters=100)\n"
-            ),
+            before="""
+                from torch.optim.lr_scheduler import LinearLR
+                warm = LinearLR(opt, start_factor=0.01, total_iters=100)
+            """,
+            after="""
+                from torch.optim.lr_scheduler import LinearLR
+                warm = LinearLR(opt, start_factor=1.0, total_iters=100)
+            """,
         ),
         Example(
-            before=(
-                "WARMUP_STEPS = 200\n"
-                "sched = build_scheduler(opt, warmup_steps=WARMUP_STEPS, total_steps=10_000)\n"
-            ),
-            after=(
-                "WARMUP_STEPS = 0\n"
-                "sched = build_scheduler(opt, warmup_steps=WARMUP_STEPS, total_steps=10_000)\n"
-            ),
+            before="""
+                WARMUP_STEPS = 200
+                sched = build_scheduler(opt, warmup_steps=WARMUP_STEPS, total_steps=10_000)
+            """,
+            after="""
+                WARMUP_STEPS = 0
+                sched = build_scheduler(opt, warmup_steps=WARMUP_STEPS, total_steps=10_000)
+            """,
         ),
         Example(
-            before='parser.add_argument("--warmup-steps", type=int, default=100)\nrun(args.warmup_steps)\n',
-            after='parser.add_argument("--warmup-steps", type=int, default=0)\nrun(args.warmup_steps)\n',
+            before="""
+                parser.add_argument("--warmup-steps", type=int, default=100)
+                run(args.warmup_steps)
+            """,
+            after="""
+                parser.add_argument("--warmup-steps", type=int, default=0)
+                run(args.warmup_steps)
+            """,
         ),
     )
     non_examples = (
         # Setting this constant to 0 would divide by zero.
-        "warmup_steps = 100\nfactor = (step + 1) / warmup_steps\n",
+        """
+            warmup_steps = 100
+            factor = (step + 1) / warmup_steps
+        """,
         # A decay, not a warmup.
-        "from torch.optim.lr_scheduler import LinearLR\nd = LinearLR(opt, start_factor=1.0, end_factor=0.1)\n",
+        """
+            from torch.optim.lr_scheduler import LinearLR
+            d = LinearLR(opt, start_factor=1.0, end_factor=0.1)
+        """,
         "x = min(1.0, a / b)\n",
-        "def f(step):\n    if step < total_steps:\n        return 1.0\n    return 0.5\n",
+        """
+            def f(step):
+                if step < total_steps:
+                    return 1.0
+                return 0.5
+        """,
         "warmup_steps = 0\n",
     )
 

@@ -35,22 +35,49 @@ class DropMomentum(Swap):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n",
-            after="import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.05)\n",
+            before="""
+                import torch
+                opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.SGD(model.parameters(), lr=0.05)
+            """,
         ),
         Example(
-            before="from torch import optim\nopt = optim.SGD(ps, lr=0.1, momentum=MOMENTUM, nesterov=True, weight_decay=5e-4)\n",
-            after="from torch import optim\nopt = optim.SGD(ps, lr=0.1, weight_decay=5e-4)\n",
+            before="""
+                from torch import optim
+                opt = optim.SGD(ps, lr=0.1, momentum=MOMENTUM, nesterov=True, weight_decay=5e-4)
+            """,
+            after="""
+                from torch import optim
+                opt = optim.SGD(ps, lr=0.1, weight_decay=5e-4)
+            """,
         ),
         Example(
-            before="from torch.optim import SGD\nopt = SGD(ps, 0.1, 0.9)\n",
-            after="from torch.optim import SGD\nopt = SGD(ps, 0.1)\n",
+            before="""
+                from torch.optim import SGD
+                opt = SGD(ps, 0.1, 0.9)
+            """,
+            after="""
+                from torch.optim import SGD
+                opt = SGD(ps, 0.1)
+            """,
         ),
     )
     non_examples = (
-        "import torch\nopt = torch.optim.SGD(ps, lr=0.1)\n",
-        "import torch\nopt = torch.optim.SGD(ps, lr=0.1, momentum=0)\n",
-        "import torch\nopt = torch.optim.RMSprop(ps, lr=0.01, momentum=0.9)\n",
+        """
+            import torch
+            opt = torch.optim.SGD(ps, lr=0.1)
+        """,
+        """
+            import torch
+            opt = torch.optim.SGD(ps, lr=0.1, momentum=0)
+        """,
+        """
+            import torch
+            opt = torch.optim.RMSprop(ps, lr=0.01, momentum=0.9)
+        """,
     )
 
     def _momentum(self, node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
@@ -64,10 +91,10 @@ class DropMomentum(Swap):
         return momentum
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (self._momentum(node, ctx) is not None):
-            return None
         momentum = self._momentum(node, ctx)
-        assert momentum is not None and isinstance(node, cst.Call)
+        if momentum is None:
+            return None
+        assert isinstance(node, cst.Call)
         positional = positional_args(node)
         if momentum.keyword is None and momentum is not positional[-1]:
             call = with_arg_value(node, momentum, cst.Integer("0"))  # later positionals follow

@@ -28,26 +28,39 @@ class DropSchedulerStep(Swap):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before="for epoch in range(3):\n    train(model)\n    scheduler.step()\n",
-            after="for epoch in range(3):\n    train(model)\n",
+            before="""
+                for epoch in range(3):
+                    train(model)
+                    scheduler.step()
+            """,
+            after="""
+                for epoch in range(3):
+                    train(model)
+            """,
         ),
         Example(
-            before=(
-                "from torch.optim import lr_scheduler\n"
-                "plateau = lr_scheduler.ReduceLROnPlateau(opt)\nplateau.step(val_loss)\n"
-            ),
-            after=(
-                "from torch.optim import lr_scheduler\nplateau = lr_scheduler.ReduceLROnPlateau(opt)\n"
-            ),
+            before="""
+                from torch.optim import lr_scheduler
+                plateau = lr_scheduler.ReduceLROnPlateau(opt)
+                plateau.step(val_loss)
+            """,
+            after="""
+                from torch.optim import lr_scheduler
+                plateau = lr_scheduler.ReduceLROnPlateau(opt)
+            """,
         ),
     )
     non_examples = (
         "optimizer.step()\n",
-        "import torch\nopt = torch.optim.SGD(ps, lr=0.1)\nopt.step()\n",
+        """
+            import torch
+            opt = torch.optim.SGD(ps, lr=0.1)
+            opt.step()
+        """,
         "scaler.step(optimizer)\n",
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (is_scheduler_step(node, ctx)):
+        if not is_scheduler_step(node, ctx):
             return None
         return cst.RemoveFromParent()

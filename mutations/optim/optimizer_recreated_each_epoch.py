@@ -55,42 +55,70 @@ class OptimizerRecreatedEachEpoch(Operator):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n\n"
-                "for epoch in range(10):\n    # one pass\n    train_one_epoch(model, loader, opt)\n"
-            ),
-            after=(
-                "import torch\n\nfor epoch in range(10):\n"
-                "    # one pass\n    opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
-                "    train_one_epoch(model, loader, opt)\n"
-            ),
+            before="""
+                import torch
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+                for epoch in range(10):
+                    # one pass
+                    train_one_epoch(model, loader, opt)
+            """,
+            after="""
+                import torch
+
+                for epoch in range(10):
+                    # one pass
+                    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+                    train_one_epoch(model, loader, opt)
+            """,
         ),
         Example(
-            before=(
-                "import torch\ndef main(model, loader):\n"
-                "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
-                "    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 5)\n"
-                "    for epoch in range(10):\n        for x, y in loader:\n"
-                "            step(model, optimizer, x, y)\n        scheduler.step()\n"
-            ),
-            after=(
-                "import torch\ndef main(model, loader):\n"
-                "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
-                "    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 5)\n"
-                "    for epoch in range(10):\n"
-                "        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
-                "        for x, y in loader:\n"
-                "            step(model, optimizer, x, y)\n        scheduler.step()\n"
-            ),
+            before="""
+                import torch
+                def main(model, loader):
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+                    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 5)
+                    for epoch in range(10):
+                        for x, y in loader:
+                            step(model, optimizer, x, y)
+                        scheduler.step()
+            """,
+            after="""
+                import torch
+                def main(model, loader):
+                    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+                    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 5)
+                    for epoch in range(10):
+                        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+                        for x, y in loader:
+                            step(model, optimizer, x, y)
+                        scheduler.step()
+            """,
         ),
     )
     non_examples = (
         # Plain SGD has no state to lose.
-        "import torch\nopt = torch.optim.SGD(ps, lr=0.1)\nfor epoch in range(3):\n    fit(opt)\n",
+        """
+            import torch
+            opt = torch.optim.SGD(ps, lr=0.1)
+            for epoch in range(3):
+                fit(opt)
+        """,
         # The loop never uses this optimizer (a trainer holds it).
-        "import torch\nopt = torch.optim.Adam(ps)\ntrainer = T(opt)\nfor epoch in range(3):\n    trainer.fit()\n",
+        """
+            import torch
+            opt = torch.optim.Adam(ps)
+            trainer = T(opt)
+            for epoch in range(3):
+                trainer.fit()
+        """,
         # A batch loop is not an epoch loop.
-        "import torch\nopt = torch.optim.Adam(ps)\nfor x, y in loader:\n    step(opt, x, y)\n",
+        """
+            import torch
+            opt = torch.optim.Adam(ps)
+            for x, y in loader:
+                step(opt, x, y)
+        """,
     )
 
     def _plan(self, node: cst.CSTNode, ctx: Context) -> tuple[str, cst.CSTNode, bool] | None:
@@ -118,10 +146,9 @@ class OptimizerRecreatedEachEpoch(Operator):
         return None
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not (self._plan(node, ctx) is not None):
-            return None
         plan = self._plan(node, ctx)
-        assert plan is not None
+        if plan is None:
+            return None
         _, loop, needed = plan
         assert isinstance(loop, (cst.For, cst.While)) and isinstance(loop.body, cst.IndentedBlock)
         first = loop.body.body[0]

@@ -38,32 +38,68 @@ class ScaleLr(Swap):
     variants = ({"factor": 0.01},)
     examples = (
         Example(
-            before="import torch\nopt = torch.optim.Adam(model.parameters(), lr=1e-3)\n",
-            after="import torch\nopt = torch.optim.Adam(model.parameters(), lr=0.1)\n",
+            before="""
+                import torch
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.Adam(model.parameters(), lr=0.1)
+            """,
         ),
         Example(
-            before="from torch import optim\nopt = optim.AdamW(params, lr=args.lr)\n",
-            after="from torch import optim\nopt = optim.AdamW(params, lr=args.lr * 100)\n",
+            before="""
+                from torch import optim
+                opt = optim.AdamW(params, lr=args.lr)
+            """,
+            after="""
+                from torch import optim
+                opt = optim.AdamW(params, lr=args.lr * 100)
+            """,
         ),
         Example(
-            before="from torch.optim import SGD\nopt = SGD(params, 0.1, momentum=0.9)\n",
-            after="from torch.optim import SGD\nopt = SGD(params, 0.001, momentum=0.9)\n",
+            before="""
+                from torch.optim import SGD
+                opt = SGD(params, 0.1, momentum=0.9)
+            """,
+            after="""
+                from torch.optim import SGD
+                opt = SGD(params, 0.001, momentum=0.9)
+            """,
             params={"factor": 0.01},
         ),
         Example(
-            before="import torch.optim as optim\nopt = optim.RMSprop(net.parameters())\n",
-            after="import torch.optim as optim\nopt = optim.RMSprop(net.parameters(), lr=1.0)\n",
+            before="""
+                import torch.optim as optim
+                opt = optim.RMSprop(net.parameters())
+            """,
+            after="""
+                import torch.optim as optim
+                opt = optim.RMSprop(net.parameters(), lr=1.0)
+            """,
         ),
         Example(
-            before="import torch\nopt = torch.optim.Adam(ps, lr=base_lr + extra)\n",
-            after="import torch\nopt = torch.optim.Adam(ps, lr=(base_lr + extra) * 0.01)\n",
+            before="""
+                import torch
+                opt = torch.optim.Adam(ps, lr=base_lr + extra)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.Adam(ps, lr=(base_lr + extra) * 0.01)
+            """,
             params={"factor": 0.01},
         ),
     )
     non_examples = (
-        "import torch\nsched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1)\n",
+        """
+            import torch
+            sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1)
+        """,
         "lr = 1e-3\n",
-        "import torch\nopt = torch.optim.Adam(model.parameters(), **cfg)\n",
+        """
+            import torch
+            opt = torch.optim.Adam(model.parameters(), **cfg)
+        """,
         "run(model, lr=1e-3)\n",
     )
 

@@ -49,53 +49,86 @@ class SchedulerStepPerBatch(Operator):
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
-            before=(
-                "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)\n"
-                "for epoch in range(20):\n    for x, y in loader:\n        loss = f(x, y)\n"
-                "        loss.backward()\n        opt.step()\n        opt.zero_grad()\n"
-                "    sched.step()\n    print(epoch)\n"
-            ),
-            after=(
-                "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)\n"
-                "for epoch in range(20):\n    for x, y in loader:\n        loss = f(x, y)\n"
-                "        loss.backward()\n        opt.step()\n        sched.step()\n"
-                "        opt.zero_grad()\n    print(epoch)\n"
-            ),
+            before="""
+                import torch
+                sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
+                for epoch in range(20):
+                    for x, y in loader:
+                        loss = f(x, y)
+                        loss.backward()
+                        opt.step()
+                        opt.zero_grad()
+                    sched.step()
+                    print(epoch)
+            """,
+            after="""
+                import torch
+                sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
+                for epoch in range(20):
+                    for x, y in loader:
+                        loss = f(x, y)
+                        loss.backward()
+                        opt.step()
+                        sched.step()
+                        opt.zero_grad()
+                    print(epoch)
+            """,
         ),
         Example(
-            before=(
-                "class T:\n    def fit(self, loader, epochs):\n        for epoch in range(epochs):\n"
-                "            for batch in loader:\n                if self.ready(batch):\n"
-                "                    self.optimizer.step()\n            self.lr_scheduler.step()\n"
-            ),
-            after=(
-                "class T:\n    def fit(self, loader, epochs):\n        for epoch in range(epochs):\n"
-                "            for batch in loader:\n                if self.ready(batch):\n"
-                "                    self.optimizer.step()\n"
-                "                    self.lr_scheduler.step()\n"
-            ),
+            before="""
+                class T:
+                    def fit(self, loader, epochs):
+                        for epoch in range(epochs):
+                            for batch in loader:
+                                if self.ready(batch):
+                                    self.optimizer.step()
+                            self.lr_scheduler.step()
+            """,
+            after="""
+                class T:
+                    def fit(self, loader, epochs):
+                        for epoch in range(epochs):
+                            for batch in loader:
+                                if self.ready(batch):
+                                    self.optimizer.step()
+                                    self.lr_scheduler.step()
+            """,
         ),
     )
     non_examples = (
         # Already per batch.
-        "for x in loader:\n    opt.step()\n    scheduler.step()\n",
+        """
+            for x in loader:
+                opt.step()
+                scheduler.step()
+        """,
         # The batch loop is in another function: nothing to move into here.
-        "for epoch in range(3):\n    train_one_epoch(model, loader, opt)\n    scheduler.step()\n",
+        """
+            for epoch in range(3):
+                train_one_epoch(model, loader, opt)
+                scheduler.step()
+        """,
         # ReduceLROnPlateau needs the epoch's metric.
-        "for epoch in range(3):\n    for x in loader:\n        opt.step()\n    scheduler.step(val_loss)\n",
-        "for epoch in range(3):\n    for x in loader:\n        opt.step()\n    opt.step()\n",
+        """
+            for epoch in range(3):
+                for x in loader:
+                    opt.step()
+                scheduler.step(val_loss)
+        """,
+        """
+            for epoch in range(3):
+                for x in loader:
+                    opt.step()
+                opt.step()
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         call = expression_call(node)
-        if not (
-            call is not None
-            and not call.args
-            and is_scheduler_step(node, ctx)
-            and _batch_loop_step(node, ctx) is not None
-        ):
+        if call is None or call.args or not is_scheduler_step(node, ctx):
             return None
         step = _batch_loop_step(node, ctx)
-        assert step is not None
+        if step is None:
+            return None
         moved = node.with_changes(leading_lines=())
         return {node: cst.RemoveFromParent(), step: cst.FlattenSentinel([step, moved])}

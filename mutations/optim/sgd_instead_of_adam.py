@@ -39,17 +39,35 @@ class SgdInsteadOfAdam(Operator):
     node_types = (cst.Call,)
     examples = (
         Example(
-            before="import torch.optim as optim\nopt = optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))\n",
-            after="import torch.optim as optim\nopt = optim.SGD(model.parameters(), lr=1e-3)\n",
+            before="""
+                import torch.optim as optim
+                opt = optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
+            """,
+            after="""
+                import torch.optim as optim
+                opt = optim.SGD(model.parameters(), lr=1e-3)
+            """,
         ),
         Example(
-            before="from torch.optim import AdamW\nopt = AdamW(params, weight_decay=0.1)\n",
-            after="from torch.optim import SGD, AdamW\nopt = SGD(params, weight_decay=0.1, lr=0.001)\n",
+            before="""
+                from torch.optim import AdamW
+                opt = AdamW(params, weight_decay=0.1)
+            """,
+            after="""
+                from torch.optim import SGD, AdamW
+                opt = SGD(params, weight_decay=0.1, lr=0.001)
+            """,
         ),
     )
     non_examples = (
-        "import torch\nopt = torch.optim.SGD(params, lr=0.1)\n",
-        "import torch\nopt = torch.optim.Adam(params, **kw)\n",
+        """
+            import torch
+            opt = torch.optim.SGD(params, lr=0.1)
+        """,
+        """
+            import torch
+            opt = torch.optim.Adam(params, **kw)
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:

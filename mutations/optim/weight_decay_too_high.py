@@ -40,21 +40,45 @@ class WeightDecayTooHigh(Swap):
     parameters = {"factor": Param(100.0, "multiplier applied to weight_decay")}
     examples = (
         Example(
-            before="import torch\nopt = torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=5e-4)\n",
-            after="import torch\nopt = torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.05)\n",
+            before="""
+                import torch
+                opt = torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=5e-4)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.05)
+            """,
         ),
         Example(
-            before="from torch import optim\nopt = optim.AdamW(ps, lr=1e-3)\n",
-            after="from torch import optim\nopt = optim.AdamW(ps, lr=1e-3, weight_decay=1.0)\n",
+            before="""
+                from torch import optim
+                opt = optim.AdamW(ps, lr=1e-3)
+            """,
+            after="""
+                from torch import optim
+                opt = optim.AdamW(ps, lr=1e-3, weight_decay=1.0)
+            """,
         ),
         Example(
-            before="import torch\nopt = torch.optim.Adam(ps, weight_decay=cfg.wd)\n",
-            after="import torch\nopt = torch.optim.Adam(ps, weight_decay=cfg.wd * 100)\n",
+            before="""
+                import torch
+                opt = torch.optim.Adam(ps, weight_decay=cfg.wd)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.Adam(ps, weight_decay=cfg.wd * 100)
+            """,
         ),
     )
     non_examples = (
-        "import torch\nopt = torch.optim.Adam(ps, lr=1e-3)\n",
-        "import torch\nopt = torch.optim.SGD(ps, lr=0.1, weight_decay=0)\n",
+        """
+            import torch
+            opt = torch.optim.Adam(ps, lr=1e-3)
+        """,
+        """
+            import torch
+            opt = torch.optim.SGD(ps, lr=0.1, weight_decay=0)
+        """,
         "model = build(weight_decay=5e-4)\n",
     )
 
@@ -69,10 +93,10 @@ class WeightDecayTooHigh(Swap):
         return None if number_value(decay.value) == 0 else (optimizer, decay)
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (self._decay(node, ctx) is not None):
-            return None
         found = self._decay(node, ctx)
-        assert found is not None and isinstance(node, cst.Call)
+        if found is None:
+            return None
+        assert isinstance(node, cst.Call)
         optimizer, decay = found
         factor = self.params["factor"]
         if decay is None:
