@@ -9,10 +9,7 @@ from mutator.engine import (
     MutationError,
     Site,
     SourceFile,
-    apply_sites,
     choose_higher_order,
-    first_order_mutants,
-    higher_order_mutants,
 )
 from mutator.operator import CATEGORIES, SEVERITIES, Edits, Example, Operator, Param, Swap
 
@@ -28,8 +25,5 @@ __all__ = [
     "Site",
     "SourceFile",
     "Swap",
-    "apply_sites",
     "choose_higher_order",
-    "first_order_mutants",
-    "higher_order_mutants",
 ]

@@ -12,15 +12,15 @@ import hashlib
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper
 
 from mutator.context import Context
+from mutator.cst_internals import code_at_depth, statement_offsets
 from mutator.operator import Edits, Operator, Replacement
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
@@ -297,14 +297,9 @@ class SourceFile:
 
     def _offsets(self) -> dict[int, tuple[int, int]]:
         if self._statement_offsets is None:
-            state = _OffsetState(
-                default_indent=self.module.default_indent,
-                default_newline=self.module.default_newline,
-            )
-            self.module._codegen(state)
-            if "".join(state.tokens) != self.source:
+            code, self._statement_offsets = statement_offsets(self.module)
+            if code != self.source:
                 raise MutationError("engine bug: libcst did not round-trip the source")
-            self._statement_offsets = state.offsets
         return self._statement_offsets
 
     def _codegen_nested(self, original: cst.CSTNode, node: cst.CSTNode) -> str:
@@ -314,30 +309,7 @@ class SourceFile:
             for block in reversed(list(self.context.ancestors(original)))
             if isinstance(block, cst.IndentedBlock)
         ]
-        state = CodegenState(
-            default_indent=self.module.default_indent,
-            default_newline=self.module.default_newline,
-            indent_tokens=indents,
-        )
-        node._codegen(state)
-        return "".join(state.tokens)
-
-
-class _OffsetState(CodegenState):
-    """A codegen pass that records where each statement's text starts and ends."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.offsets: dict[int, tuple[int, int]] = {}
-        self._starts: dict[int, int] = {}
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.BaseStatement):
-            self._starts[id(node)] = sum(map(len, self.tokens))
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.BaseStatement):
-            self.offsets[id(node)] = (self._starts.pop(id(node)), sum(map(len, self.tokens)))
+        return code_at_depth(self.module, node, indents)
 
 
 def render_module(
@@ -418,15 +390,7 @@ def _diff(before: str, after: str, target: str) -> tuple[str, tuple[int, ...], t
     return "".join(diff_lines), tuple(sorted(lines)), tuple(sorted(mutant_lines))
 
 
-# -- conveniences -------------------------------------------------------------------------
-
-
-def apply_sites(source_file: SourceFile, sites: Sequence[Site]) -> Mutant:
-    return source_file.apply(sites)
-
-
-def first_order_mutants(source_file: SourceFile, operators: Sequence[Operator]) -> list[Mutant]:
-    return [source_file.apply([site]) for site in source_file.find_sites(operators)]
+# -- higher-order mutants ---------------------------------------------------------------
 
 
 def choose_higher_order(
@@ -461,23 +425,3 @@ def choose_higher_order(
             seen.add(key)
             chosen.append(tuple(picked))
     return chosen
-
-
-def higher_order_mutants(
-    source_file: SourceFile,
-    operators: Sequence[Operator],
-    order: int,
-    count: int,
-    seed: int,
-) -> list[Mutant]:
-    sites = source_file.find_sites(operators)
-    return [source_file.apply(group) for group in choose_higher_order(sites, order, count, seed)]
-
-
-def unique_operators(operators: Iterable[Operator]) -> list[Operator]:
-    seen, result = set(), []
-    for operator in operators:
-        if operator.label not in seen:
-            seen.add(operator.label)
-            result.append(operator)
-    return result

@@ -10,6 +10,7 @@ An operator never walks the tree, numbers sites or touches files: the engine doe
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -20,6 +21,10 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from mutator.context import Context
+
+# The sections of an operator's docstring, in order: "Bug: ... Impact: ... Fix: ... Check: ...".
+DOC_SECTIONS = ("Bug", "Impact", "Fix", "Check")
+_SECTION = re.compile(r"\b(" + "|".join(DOC_SECTIONS) + r"):\s+")
 
 CATEGORIES = ("gradient", "loss", "mode", "device", "data", "optim", "numerics", "checkpoint")
 SEVERITIES = ("crash", "breaks_training", "degrades", "silent", "cost_only")
@@ -147,6 +152,15 @@ class Operator(ABC):
     @classmethod
     def doc(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        """The docstring's sections after its first line, in the order written:
+        ``{"Bug": ..., "Impact": ..., "Fix": ..., "Check": ...}`` for a complete one."""
+        body = " ".join(line.strip() for line in cls.doc().splitlines()[1:])
+        found = list(_SECTION.finditer(body))
+        ends = [match.start() for match in found[1:]] + [len(body)]
+        return {match.group(1): body[match.end() : end].strip() for match, end in zip(found, ends)}
 
     def __repr__(self) -> str:
         return f"<operator {self.label}>"

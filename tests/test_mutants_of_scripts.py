@@ -14,6 +14,12 @@ LOOPS = sorted(p for p in (ROOT / "reference_loops").glob("*.py") if not p.name.
 STYLES = sorted((ROOT / "tests" / "styles").glob("*.py"))
 
 
+def test_there_are_scripts_to_mutate():
+    # An empty parameter list would make the tests below skip silently: fail instead.
+    assert LOOPS, "no reference loops found in reference_loops/"
+    assert STYLES, "no style scripts found in tests/styles/"
+
+
 @pytest.mark.parametrize("path", LOOPS + STYLES, ids=lambda p: p.name)
 def test_every_mutant_compiles_and_differs(path: Path):
     original = path.read_bytes()
@@ -40,8 +46,7 @@ def test_style_scripts_get_the_classic_bugs(path: Path):
 
 
 def test_every_operator_has_a_site_in_the_reference_loops():
-    if not LOOPS:
-        pytest.skip("no reference loops yet")
+    assert LOOPS, "no reference loops found in reference_loops/"
     covered = set()
     for path in LOOPS:
         covered |= {

@@ -6,6 +6,7 @@ import pytest
 
 from mutations.registry import operator_classes
 from mutator import SourceFile
+from mutator.operator import DOC_SECTIONS, Operator
 
 CLASSES = operator_classes()
 EXAMPLES = [
@@ -38,10 +39,34 @@ def test_non_example_has_no_site(cls, index):
 
 @pytest.mark.parametrize("cls", list(CLASSES.values()), ids=list(CLASSES))
 def test_operator_is_documented(cls):
-    doc = cls.doc()
-    assert len(doc.split()) >= 40, "docstring must explain bug, impact, fix and check"
-    assert "Fix" in doc and "Check" in doc, "docstring names the fix and the check"
+    sections = cls.doc_sections()
+    assert tuple(sections) == DOC_SECTIONS, (
+        f"docstring sections {list(sections)}: write 'Bug: ... Impact: ... Fix: ... Check: ...'"
+    )
+    for section, text in sections.items():
+        assert len(text.split()) >= 2, f"the {section} section is empty: {text!r}"
+    assert len(cls.doc().split()) >= 40, "docstring must explain bug, impact, fix and check"
     assert cls.examples, "at least one example"
     assert cls.non_examples, "at least one non-example"
     for variant in cls.variants:
         cls(**variant)  # declared variants are valid parameter sets
+
+
+def test_doc_sections_are_parsed_in_order_and_a_missing_one_shows():
+    class Documented(Operator):
+        """Title line.
+
+        Bug: the bug text. Impact: what
+        it does. Fix: the fix. Check: how to see it.
+        """
+
+    class Partial(Operator):
+        """Title. Bug: only a bug. Check: and a check."""
+
+    assert Documented.doc_sections() == {
+        "Bug": "the bug text.",
+        "Impact": "what it does.",
+        "Fix": "the fix.",
+        "Check": "how to see it.",
+    }
+    assert tuple(Partial.doc_sections()) != DOC_SECTIONS

@@ -8,7 +8,6 @@ Also: import aliases, the trainer-class spelling, parameters and the reference l
 
 from __future__ import annotations
 
-import contextlib
 import io
 import sys
 from collections import Counter
@@ -19,6 +18,9 @@ import pytest
 torch = pytest.importorskip("torch")
 # Tiny models on a shared 2-core machine: more threads only add contention.
 torch.set_num_threads(1)
+
+from conftest import mutate as mutant_of  # noqa: E402
+from conftest import run_script as run  # noqa: E402
 
 from mutations.registry import all_variants, get_operator  # noqa: E402
 from mutator import SourceFile  # noqa: E402
@@ -144,22 +146,6 @@ val_ds = Pairs(X[80:], y[80:])
 loader = DataLoader(train_ds, batch_size=10, shuffle=True, generator=g)
 batches = list(loader)
 """
-
-
-def run(source: str) -> dict:
-    """Execute a script as ``__main__`` and return its globals."""
-    namespace = {"__name__": "__main__"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(compile(source, "script.py", "exec"), namespace)
-    return namespace
-
-
-def mutant_of(source: str, operator: str, **params) -> str:
-    """The source of the one mutant ``operator`` makes of ``source``."""
-    parsed = SourceFile(source, "script.py")
-    sites = parsed.find_sites([get_operator(operator, **params)])
-    assert len(sites) == 1, [site.identity for site in sites]
-    return parsed.apply(sites).source
 
 
 @pytest.fixture(scope="module")
@@ -411,6 +397,10 @@ def test_every_data_mutant_of_a_reference_loop_runs_one_epoch(path, monkeypatch)
     pytest.importorskip("sklearn")
     source = SourceFile.from_path(str(path))
     sites = source.find_sites(all_variants("data"))
+    assert sites, f"{path.name}: no data-operator site"
     monkeypatch.setattr(sys, "argv", [path.name, "--epochs", "1", "--seed", "0", "--device", "cpu"])
     for site in sites:
-        run(source.apply([site]).source)
+        printed = io.StringIO()
+        run(source.apply([site]).source, out=printed)
+        epochs = [line for line in printed.getvalue().splitlines() if line.startswith("epoch")]
+        assert len(epochs) == 1, f"{site.identity}: expected one finished epoch, printed {epochs}"

@@ -10,27 +10,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import mutants, only_mutant, sites
+from conftest import run_script as run
 
 from mutations.registry import get_operator, operator_classes
 from mutator import Mutant, SourceFile
-
-
-def sites(source: str, operator: str, **params) -> list:
-    return SourceFile(textwrap.dedent(source), "t.py").find_sites(
-        [get_operator(operator, **params)]
-    )
-
-
-def mutants(source: str, operator: str, **params) -> list[Mutant]:
-    source_file = SourceFile(textwrap.dedent(source), "t.py")
-    found = source_file.find_sites([get_operator(operator, **params)])
-    return [source_file.apply([site]) for site in found]
-
-
-def only_mutant(source: str, operator: str, **params) -> Mutant:
-    found = mutants(source, operator, **params)
-    assert len(found) == 1, [m.identity for m in found]
-    return found[0]
 
 
 def changed_lines(mutant: Mutant) -> list[str]:
@@ -358,12 +342,6 @@ for epoch in range(3):
         optimizer.step()
         total_loss += loss.item()
 """
-
-
-def run(source: str) -> dict:
-    namespace = {"__name__": "__main__"}
-    exec(compile(source, "mutant.py", "exec"), namespace)
-    return namespace
 
 
 def moved(namespace: dict) -> list[bool]:

@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 import torch
+from conftest import mutate, run_script, sites
 
 from mutations.registry import all_variants, get_operator, resolve
 from mutator import SourceFile
@@ -19,22 +20,8 @@ from mutator import SourceFile
 MY_CATEGORIES = ("loss", "numerics")
 
 
-def sites(source: str, operator: str, **params):
-    return SourceFile(source, "t.py").find_sites([get_operator(operator, **params)])
-
-
-def mutate(source: str, operator: str, **params) -> str:
-    """The one mutant ``operator`` makes of ``source``."""
-    file = SourceFile(source, "t.py")
-    found = file.find_sites([get_operator(operator, **params)])
-    assert len(found) == 1, [site.identity for site in found]
-    return file.apply(found).source
-
-
 def run(source: str) -> dict:
-    namespace: dict = {"__name__": "snippet"}
-    exec(compile(source, "snippet.py", "exec"), namespace)
-    return namespace
+    return run_script(source, name="snippet")
 
 
 # -- name resolution ---------------------------------------------------------------------

@@ -4,23 +4,13 @@ each mutant actually does when it runs (executed on CPU, device bugs on the meta
 from __future__ import annotations
 
 import pytest
+from conftest import mutate, run_script, sites
 
 from mutations.registry import all_variants, get_operator, resolve
 from mutator import SourceFile
 
 MODE = ("drop_train_mode", "eval_mode_before_training", "drop_eval_mode", "drop_no_grad")
 DEVICE = ("drop_input_to_device", "drop_target_to_device", "drop_model_to_device")
-
-
-def sites(source: str, name: str, **params) -> list:
-    return SourceFile(source, "t.py").find_sites([get_operator(name, **params)])
-
-
-def mutate(source: str, name: str, index: int = 0, **params) -> str:
-    source_file = SourceFile(source, "t.py")
-    found = source_file.find_sites([get_operator(name, **params)])
-    assert len(found) > index, f"{name}: {len(found)} sites"
-    return source_file.apply([found[index]]).source
 
 
 # -- import spellings -------------------------------------------------------------------------
@@ -298,9 +288,7 @@ for epoch in range(2):
 
 
 def run(source: str, device: str = "cpu") -> dict:
-    namespace: dict = {"__name__": "__main__"}
-    exec(compile(source.replace("DEVICE", repr(device)), "script.py", "exec"), namespace)
-    return namespace
+    return run_script(source.replace("DEVICE", repr(device)))
 
 
 @pytest.fixture(scope="module", autouse=True)

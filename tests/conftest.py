@@ -1,0 +1,50 @@
+"""Helpers the operator tests share: sites and mutants of a snippet, running a script.
+
+Import them as ``from conftest import mutate, run_script, sites`` (pytest puts tests/ on
+the path, as it does for ``fixtures_runs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import textwrap
+
+from mutations.registry import get_operator
+from mutator import Mutant, Site, SourceFile
+
+
+def sites(source: str, operator: str, **params) -> list[Site]:
+    """The sites of ``operator`` (with ``params``) in ``source`` (dedented first)."""
+    return SourceFile(textwrap.dedent(source), "t.py").find_sites(
+        [get_operator(operator, **params)]
+    )
+
+
+def mutants(source: str, operator: str, **params) -> list[Mutant]:
+    """One mutant per site of ``operator`` in ``source``."""
+    parsed = SourceFile(textwrap.dedent(source), "t.py")
+    return [parsed.apply([site]) for site in parsed.find_sites([get_operator(operator, **params)])]
+
+
+def only_mutant(source: str, operator: str, **params) -> Mutant:
+    """The mutant of the one site ``operator`` has in ``source`` (fails on 0 or 2+ sites)."""
+    found = mutants(source, operator, **params)
+    assert len(found) == 1, [mutant.identity for mutant in found]
+    return found[0]
+
+
+def mutate(source: str, operator: str, **params) -> str:
+    """The source of the one mutant ``operator`` makes of ``source``."""
+    return only_mutant(source, operator, **params).source
+
+
+def run_script(
+    source: str, name: str = "__main__", filename: str = "script.py", out: io.StringIO | None = None
+) -> dict:
+    """Execute ``source`` as module ``name`` and return its globals; what it prints goes to
+    ``out`` (swallowed when not given)."""
+    namespace: dict = {"__name__": name}
+    with contextlib.redirect_stdout(out if out is not None else io.StringIO()):
+        exec(compile(source, filename, "exec"), namespace)
+    return namespace
