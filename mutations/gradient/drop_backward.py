@@ -65,6 +65,4 @@ class DropBackward(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not is_backward(node):
-            return None
-        return cst.RemoveFromParent()
+        return cst.RemoveFromParent() if is_backward(node) else None

@@ -81,6 +81,4 @@ class DropOptimizerStep(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not is_optimizer_step(node, ctx):
-            return None
-        return cst.RemoveFromParent()
+        return cst.RemoveFromParent() if is_optimizer_step(node, ctx) else None

@@ -74,6 +74,4 @@ class DropZeroGrad(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not is_call_statement(node, "zero_grad"):
-            return None
-        return cst.RemoveFromParent()
+        return cst.RemoveFromParent() if is_call_statement(node, "zero_grad") else None

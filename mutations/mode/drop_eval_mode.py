@@ -56,6 +56,5 @@ class DropEvalMode(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not (model_mode_statement(node, ctx, "eval") is not None):
-            return None
-        return cst.RemoveFromParent()
+        statement = model_mode_statement(node, ctx, "eval")
+        return None if statement is None else cst.RemoveFromParent()

@@ -61,6 +61,4 @@ class DropSchedulerStep(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if not is_scheduler_step(node, ctx):
-            return None
-        return cst.RemoveFromParent()
+        return cst.RemoveFromParent() if is_scheduler_step(node, ctx) else None
