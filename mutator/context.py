@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -27,6 +28,8 @@ class Context:
         self._nodes_by_type = nodes_by_type
         self._parents = parents
         self._span_cache: dict[type, tuple[list, list, list]] = {}
+        # Analyses of this module, memoised by mutator.semantics.cache (key -> result/table).
+        self.memo: dict[object, Any] = {}
 
     # -- metadata -------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -163,10 +163,11 @@ class SourceFile:
         counters: dict[tuple[str, str], int] = defaultdict(int)
         candidates: list[tuple[tuple[int, int], int, Operator, cst.CSTNode, Edits]] = []
         for order, operator in enumerate(operators):
+            plan = operator.plan  # looked up once: it runs for every candidate node
             for node_type in operator.node_types:
                 for node in ctx.nodes(node_type):
                     # One analysis per candidate: plan decides and builds the edits at once.
-                    edits = operator.plan(node, ctx)
+                    edits = plan(node, ctx)
                     if edits:
                         where = ctx.position(node).start
                         candidates.append(
