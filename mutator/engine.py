@@ -7,7 +7,6 @@ never renumbers a mutant. Higher-order mutants join their parts with ``+``.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import random
 import re
@@ -21,6 +20,7 @@ from libcst.metadata import MetadataWrapper
 
 from mutator.context import Context
 from mutator.cst_internals import code_at_depth, statement_offsets
+from mutator.diff import unified_diff
 from mutator.operator import Edits, Operator, Replacement
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
@@ -223,7 +223,7 @@ class SourceFile:
             ) from None
         if source == self.source:
             raise MutationError(f"engine bug: mutant {identity} equals the original")
-        diff, lines, mutant_lines = _diff(self.source, source, self.target)
+        diff, lines, mutant_lines = unified_diff(self.source, source, self.target)
         return Mutant(
             identity=identity,
             parts=tuple(site.identity for site in sites),
@@ -343,52 +343,6 @@ class _Apply(cst.CSTTransformer):
         if isinstance(updated_node, cst.IndentedBlock) and not updated_node.body:
             return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
         return updated_node
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-_CONTEXT = 3
-
-
-def _diff(before: str, after: str, target: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
-    """Unified diff plus the changed line numbers on both sides.
-
-    A mutant changes a few lines of a long file, so the common head and tail are cut
-    before difflib runs (it is quadratic in the worst case) and hunk numbers shifted back.
-    """
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    start = max(0, head - _CONTEXT)
-    old_window = old[start : len(old) - max(0, tail - _CONTEXT)]
-    new_window = new[start : len(new) - max(0, tail - _CONTEXT)]
-    diff_lines = []
-    for line in difflib.unified_diff(old_window, new_window, f"a/{target}", f"b/{target}"):
-        match = _HUNK.match(line)
-        if match:
-            old_at, old_len, new_at, new_len = match.groups()
-            line = (
-                f"@@ -{int(old_at) + start}{old_len or ''} "
-                f"+{int(new_at) + start}{new_len or ''} @@\n"
-            )
-        elif not line.endswith("\n"):
-            line += "\n\\ No newline at end of file\n"
-        diff_lines.append(line)
-    lines: set[int] = set()
-    mutant_lines: set[int] = set()
-    matcher = difflib.SequenceMatcher(
-        a=old[head : len(old) - tail], b=new[head : len(new) - tail], autojunk=False
-    )
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
-        lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else [max(i1, 1)])
-        mutant_lines.update(range(j1 + 1, j2 + 1) if j2 > j1 else [max(j1, 1)])
-    return "".join(diff_lines), tuple(sorted(lines)), tuple(sorted(mutant_lines))
 
 
 # -- higher-order mutants ---------------------------------------------------------------

@@ -182,7 +182,7 @@ def test_windowed_diff_equals_difflib_on_random_edits():
     import difflib
     import random
 
-    from mutator.engine import _diff
+    from mutator.diff import unified_diff as _diff
 
     rng = random.Random(1)
     base = [f"line {i}\n" for i in range(120)]

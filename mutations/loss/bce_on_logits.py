@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.loss._shared import keep_keywords
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     closed_args,
     functional_loss_kind,
@@ -74,7 +74,7 @@ class BceOnLogits(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if not isinstance(node, cst.Call):
             return None
         if loss_constructor_kind(node, ctx) == "BCEWithLogitsLoss":

@@ -8,7 +8,7 @@ import libcst as cst
 
 from mutations.loss._shared import keep_keywords
 from mutator.context import Context
-from mutator.operator import Example, Operator, Param, Replacement
+from mutator.operator import Edits, Example, Operator, Param, Replacement
 from mutator.semantics import (
     closed_args,
     criterion_calls,
@@ -144,7 +144,7 @@ class MseForClassification(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if not isinstance(node, cst.Call):
             return None
         if loss_constructor_kind(node, ctx) == "CrossEntropyLoss":

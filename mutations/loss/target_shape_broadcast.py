@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     BINARY_LOSSES,
     REGRESSION_LOSSES,
@@ -116,7 +116,7 @@ class TargetShapeBroadcast(Operator):
 
     _kinds = REGRESSION_LOSSES | BINARY_LOSSES
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         receiver = _shape_fix_receiver(node)  # type: ignore[arg-type]
         if receiver is None:
             return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     is_module_class,
     method_name,
@@ -153,7 +153,7 @@ class DropActivation(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if not isinstance(node, cst.Call):
             return None
         parent = ctx.parent(node)
