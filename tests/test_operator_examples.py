@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import libcst as cst
 import pytest
 
 from mutations.registry import operator_classes
 from mutator import SourceFile
-from mutator.operator import DOC_SECTIONS, Operator
+from mutator.operator import DOC_SECTIONS, Example, Operator, Swap
+from mutator.semantics import is_call_statement
 
 CLASSES = operator_classes()
 EXAMPLES = [
@@ -70,3 +74,19 @@ def test_doc_sections_are_parsed_in_order_and_a_missing_one_shows():
         "Check": "how to see it.",
     }
     assert tuple(Partial.doc_sections()) != DOC_SECTIONS
+
+
+def test_the_readme_operator_recipe_works():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Writing an operator", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace = {"cst": cst, "Swap": Swap, "Example": Example}
+    namespace["is_call_statement"] = is_call_statement
+    exec(code, namespace)
+    cls = namespace["DropZeroGrad"]
+    (example,) = cls.examples
+    source = SourceFile(example.before, "readme.py")
+    sites = source.find_sites([cls()])
+    assert len(sites) == 1 and source.apply(sites).source == example.after
+    for text in cls.non_examples:
+        assert SourceFile(text, "readme.py").find_sites([cls()]) == []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Replacement
+from mutator.operator import Edits, Replacement
 from mutator.semantics import (
     bound_target,
     code_of,
@@ -228,9 +228,7 @@ def unwrapped(node: cst.BinaryOperation, operand: cst.BaseExpression) -> cst.Bas
     return operand
 
 
-def drop_normalizations(
-    members: Sequence[cst.BinaryOperation], ctx: Context
-) -> dict[cst.CSTNode, Replacement]:
+def drop_normalizations(members: Sequence[cst.BinaryOperation], ctx: Context) -> Edits:
     """Edits undoing ``members``; a line reduced to ``x = x`` is deleted instead."""
     edits: dict[cst.CSTNode, Replacement] = {}
     by_statement: dict[int, list[cst.BinaryOperation]] = {}

@@ -8,7 +8,7 @@ import libcst as cst
 
 from mutations.loss._shared import keep_keywords
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator, Param, Replacement
+from mutator.operator import Edits, Example, Operator, Param
 from mutator.semantics import (
     closed_args,
     criterion_calls,
@@ -153,9 +153,7 @@ class MseForClassification(Operator):
             return self._functional_edits(node, ctx)
         return None
 
-    def _constructor_edits(
-        self, node: cst.Call, ctx: Context
-    ) -> dict[cst.CSTNode, Replacement] | None:
+    def _constructor_edits(self, node: cst.Call, ctx: Context) -> Edits | None:
         renamed = renamed_callee(node.func, ctx, "MSELoss")
         if renamed is None:
             return None
@@ -173,9 +171,7 @@ class MseForClassification(Operator):
             edits.update(converted)
         return edits
 
-    def _functional_edits(
-        self, node: cst.Call, ctx: Context
-    ) -> dict[cst.CSTNode, Replacement] | None:
+    def _functional_edits(self, node: cst.Call, ctx: Context) -> Edits | None:
         renamed = renamed_callee(node.func, ctx, "mse_loss")
         if renamed is None:
             return None
@@ -193,9 +189,7 @@ class MseForClassification(Operator):
         return edits
 
 
-def _one_hot_target(
-    call: cst.Call, ctx: Context, original: cst.Call | None = None
-) -> dict[cst.CSTNode, Replacement] | None:
+def _one_hot_target(call: cst.Call, ctx: Context, original: cst.Call | None = None) -> Edits | None:
     """Edits that make ``call`` pass one-hot float targets sized by its input's last dim.
 
     ``original`` is the node in the tree when ``call`` is an already-rewritten copy. An

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator, Replacement
+from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     SCHEDULER_MODULE,
     callee_name,
@@ -73,7 +73,7 @@ def _with_parens_of(expr: cst.BaseExpression, owner: cst.BaseExpression) -> cst.
     return expr
 
 
-def _min_one_edits(call: cst.Call, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+def _min_one_edits(call: cst.Call, ctx: Context) -> Edits | None:
     """``min(1.0, (step + 1) / warmup)`` -> ``1.0``; ``min(...) * decay`` -> ``decay``."""
     if callee_name(call) != "min" or not isinstance(call.func, cst.Name) or len(call.args) != 2:
         return None
@@ -92,7 +92,7 @@ def _min_one_edits(call: cst.Call, ctx: Context) -> dict[cst.CSTNode, Replacemen
     return {call: ones[0].value.with_changes(lpar=(), rpar=())}
 
 
-def _branch_edits(node: cst.If | cst.IfExp, ctx: Context) -> dict[cst.CSTNode, Replacement] | None:
+def _branch_edits(node: cst.If | cst.IfExp, ctx: Context) -> Edits | None:
     """Drop the warming-up branch of ``if step < warmup: ...`` (or of ``a if s < w else b``)."""
     if not _warmup_comparison(node.test, ctx):
         return None
@@ -117,9 +117,7 @@ def _branch_edits(node: cst.If | cst.IfExp, ctx: Context) -> dict[cst.CSTNode, R
     return None
 
 
-def _scheduler_argument_edits(
-    call: cst.Call, ctx: Context
-) -> dict[cst.CSTNode, Replacement] | None:
+def _scheduler_argument_edits(call: cst.Call, ctx: Context) -> Edits | None:
     """``get_*_schedule_with_warmup(opt, num_warmup_steps=100)`` -> 0;
     ``LinearLR(opt, start_factor=0.1)`` (a ramp up) -> ``start_factor=1.0``."""
     if "with_warmup" in (callee_name(call) or ""):
@@ -140,9 +138,7 @@ def _scheduler_argument_edits(
     return {call: with_arg_value(call, start, flat)}
 
 
-def _structural_warmup_edits(
-    node: cst.CSTNode, ctx: Context
-) -> dict[cst.CSTNode, Replacement] | None:
+def _structural_warmup_edits(node: cst.CSTNode, ctx: Context) -> Edits | None:
     if isinstance(node, (cst.If, cst.IfExp)):
         return _branch_edits(node, ctx)
     if isinstance(node, cst.Call):

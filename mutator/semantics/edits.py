@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from mutator.operator import Replacement
+from mutator.operator import Edits
 from mutator.semantics.syntax import dotted_name, find_arg
 
 # -- building code ----------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def _alias_binds(alias: cst.ImportAlias) -> str:
 # -- moving statements ------------------------------------------------------------------------
 
 
-def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, Replacement]:
+def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> Edits:
     """Edits that move ``statement`` directly above ``anchor`` (same block).
 
     The moved line takes over the anchor's leading comments/blank lines so that a comment
@@ -206,7 +206,7 @@ def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode
     return {statement: cst.RemoveFromParent(), **insert_before(anchor, statement)}
 
 
-def move_after(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode, Replacement]:
+def move_after(statement: cst.CSTNode, anchor: cst.CSTNode) -> Edits:
     """Edits that move ``statement`` right below ``anchor`` (its blank lines stay behind)."""
     assert isinstance(statement, cst.SimpleStatementLine)
     moved = statement.with_changes(leading_lines=())
@@ -215,7 +215,7 @@ def move_after(statement: cst.CSTNode, anchor: cst.CSTNode) -> dict[cst.CSTNode,
 
 def insert_before(
     anchor: cst.CSTNode, statement: cst.CSTNode, anchor_becomes: cst.CSTNode | None = None
-) -> dict[cst.CSTNode, Replacement]:
+) -> Edits:
     """The edit that puts ``statement`` above ``anchor``, taking over its leading lines
     (``anchor_becomes``, when given, stands in place of the anchor)."""
     assert isinstance(anchor, cst.BaseStatement) and isinstance(statement, cst.BaseStatement)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Replacement
+from mutator.operator import Edits
 from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.edits import with_imported_name
 from mutator.semantics.scope import enclosing_function
@@ -215,7 +215,7 @@ def _import_from_binding(name: cst.Name, ctx: Context) -> ImportBinding | None:
 
 def renamed_callee(
     func: cst.BaseExpression, ctx: Context, new_name: str, new_first: bool = False
-) -> tuple[cst.BaseExpression, dict[cst.CSTNode, Replacement]] | None:
+) -> tuple[cst.BaseExpression, Edits] | None:
     """The callee spelled for ``new_name`` from the same module (``nn.MSELoss`` for
     ``nn.CrossEntropyLoss``, ``MSELoss`` for an imported ``CrossEntropyLoss``), plus the
     import edit a bare name needs (the new name after the old one, or ``new_first``);
