@@ -1,0 +1,334 @@
+"""Gradient rules about the order of zero_grad(), backward() and step()."""
+
+from __future__ import annotations
+
+from experiments.bench.lint.facts import first_of, ordered, training_units
+from experiments.bench.lint.rule import LintRule, Report
+from experiments.bench.lint.script import Script
+
+_SETUP = """
+    import torch
+    from torch import nn
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+"""
+
+
+class MissingZeroGrad(LintRule):
+    """A function calls backward() and an optimizer step but never zero_grad(), and never
+    resets ``.grad`` by hand: gradients accumulate across steps. Reported at the backward()."""
+
+    code = "TW101"
+    category = "gradient"
+    summary = "missing zero_grad()"
+    operators = ("drop_zero_grad",)
+    invalid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()  # <-
+        opt.step()
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+    """,
+        _SETUP
+        + """
+    for x, y in loader:
+        for p in model.parameters():
+            p.grad = None
+        criterion(model(x), y).backward()
+        opt.step()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for _, calls in training_units(script):
+            if calls["backward"] and calls["opt_step"] and not calls["zero_grad"]:
+                if script.mentions(r"\.grad\s*=\s*None|\.grad\.zero_\(\)"):
+                    continue
+                yield (
+                    calls["backward"][0],
+                    "backward() and step() without zero_grad(): gradients accumulate across steps",
+                )
+
+
+class MissingBackward(LintRule):
+    """A function zeroes gradients and steps the optimizer but never calls backward()."""
+
+    code = "TW102"
+    category = "gradient"
+    summary = "missing backward()"
+    operators = ("drop_backward",)
+    invalid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        opt.step()  # <-
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for _, calls in training_units(script):
+            if calls["opt_step"] and calls["zero_grad"] and not calls["backward"]:
+                yield (
+                    calls["opt_step"][0],
+                    "optimizer step without backward(): there are no gradients to apply",
+                )
+
+
+class MissingStep(LintRule):
+    """A function zeroes gradients and calls backward() but never steps the optimizer."""
+
+    code = "TW103"
+    category = "gradient"
+    summary = "missing optimizer step"
+    operators = ("drop_optimizer_step",)
+    invalid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()  # <-
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for _, calls in training_units(script):
+            if calls["backward"] and calls["zero_grad"] and not calls["opt_step"]:
+                yield (
+                    calls["backward"][0],
+                    "backward() without an optimizer step: the weights never change",
+                )
+
+
+class StepBeforeBackward(LintRule):
+    """In one loop body the optimizer steps before backward() with no zero_grad() between:
+    each step applies the previous batch's gradients (or none)."""
+
+    code = "TW104"
+    category = "gradient"
+    summary = "step before backward"
+    operators = ("step_before_backward",)
+    invalid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        opt.step()  # <-
+        loss.backward()
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for sequence in ordered(script, ("backward", "opt_step", "zero_grad")):
+            kinds = [kind for kind, _ in sequence]
+            if "opt_step" not in kinds or "backward" not in kinds:
+                continue
+            first_step, first_backward = kinds.index("opt_step"), kinds.index("backward")
+            if first_step < first_backward and "zero_grad" not in kinds[first_step:first_backward]:
+                yield (
+                    sequence[first_step][1],
+                    "optimizer step before backward(): it applies stale or no gradients",
+                )
+
+
+class ZeroGradBetweenBackwardAndStep(LintRule):
+    """zero_grad() after backward() and before the step that should use the gradients."""
+
+    code = "TW105"
+    category = "gradient"
+    summary = "zero_grad between backward and step"
+    operators = ("zero_grad_after_backward",)
+    invalid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.zero_grad()  # <-
+        opt.step()
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for sequence in ordered(script, ("backward", "opt_step", "zero_grad")):
+            last_backward = None
+            for index, (kind, call) in enumerate(sequence):
+                if kind == "backward":
+                    last_backward = index
+                elif kind == "zero_grad" and last_backward is not None:
+                    rest = [k for k, _ in sequence[index + 1 :]]
+                    if "opt_step" in rest and "backward" not in rest[: rest.index("opt_step")]:
+                        yield (
+                            call,
+                            "zero_grad() between backward() and step(): the step sees zero gradients",
+                        )
+
+
+class StepOutsideBackwardLoop(LintRule):
+    """backward() runs in a loop but the optimizer step comes after that loop: one update
+    per epoch instead of one per batch."""
+
+    code = "TW106"
+    category = "gradient"
+    summary = "step outside the backward loop"
+    operators = ("step_outside_batch_loop",)
+    confidence = "medium"
+    invalid = (
+        _SETUP
+        + """
+    def train_epoch():
+        opt.zero_grad()
+        for x, y in loader:
+            criterion(model(x), y).backward()
+        opt.step()  # <-
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    def train_epoch():
+        for x, y in loader:
+            opt.zero_grad()
+            criterion(model(x), y).backward()
+            opt.step()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for unit, calls in training_units(script):
+            loops = {id(script.scope(b)): script.scope(b) for b in calls["backward"]}
+            for loop in loops.values():
+                if loop is unit or any(script.ctx.within(loop, s) for s in calls["opt_step"]):
+                    continue
+                after = [s for s in calls["opt_step"] if script.before(loop, s)]
+                if after:
+                    yield (
+                        after[0],
+                        "optimizer step outside the loop that calls backward(): one update per loop",
+                    )
+
+
+class ClipBeforeBackward(LintRule):
+    """Gradient clipping runs before backward() in the same loop: it clips stale gradients."""
+
+    code = "TW107"
+    category = "gradient"
+    summary = "clipping before backward"
+    operators = ("clip_before_backward",)
+    invalid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # <-
+        loss.backward()
+        opt.step()
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    for x, y in loader:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for sequence in ordered(script, ("backward", "clip")):
+            clip = first_of(sequence, "clip", "backward")
+            if clip is not None:
+                yield clip, "gradient clipping before backward(): it clips stale gradients"
+
+
+class SchedulerBeforeOptimizer(LintRule):
+    """``scheduler.step()`` before ``optimizer.step()`` in one loop body: the first learning
+    rate is skipped (PyTorch warns about it)."""
+
+    code = "TW502"
+    category = "optim"
+    summary = "scheduler step before optimizer step"
+    invalid = (
+        _SETUP
+        + """
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, 10)
+    for x, y in loader:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        scheduler.step()  # <-
+        opt.step()
+    """,
+    )
+    valid = (
+        _SETUP
+        + """
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, 10)
+    for x, y in loader:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+        scheduler.step()
+    """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for sequence in ordered(script, ("opt_step", "sched_step")):
+            step = first_of(sequence, "sched_step", "opt_step")
+            if step is not None:
+                yield step, "scheduler.step() before optimizer.step()"
