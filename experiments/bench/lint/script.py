@@ -23,6 +23,7 @@ from mutator.patterns import (
     functional_loss_kind,
     loss_call_kind,
     method_name,
+    receiver_kind,
 )
 
 Node = cst.CSTNode
@@ -144,22 +145,13 @@ class Script:
         return None
 
     def _step_kind(self, call: cst.Call, func: cst.Attribute) -> str | None:
-        if call.args:  # scaler.step(optimizer) or optimizer.step(closure)
-            return "opt_step"
-        receiver = dotted_name(func.value) or ""
-        for _, value in self.assignments.get(receiver, []):
-            if isinstance(value, cst.Call):
-                qualified = self.qualified(value.func)
-                text = " ".join(qualified) or self.ctx.code(value.func)
-                if "lr_scheduler" in text or "Scheduler" in text or text.endswith("LR"):
-                    return "sched_step"
-                if "optim" in text:
-                    return "opt_step"
-        last = receiver.rsplit(".", 1)[-1].lower()
-        if "sched" in last or last.startswith("lr"):
+        """``opt_step`` for an optimizer's (or a GradScaler's) step, ``sched_step`` for an LR
+        scheduler's, by what the receiver was built from, else by its name."""
+        kind = receiver_kind(func.value, self.ctx)
+        if kind == "scheduler":
             return "sched_step"
-        if "opt" in last:
-            return "opt_step"
+        if kind in ("optimizer", "scaler") or (kind is None and call.args):
+            return "opt_step"  # optimizer.step(closure) of an optimizer we cannot name
         return None
 
     def _train_kind(self, call: cst.Call) -> str | None:
