@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.cli_support import Parser, UserError
+
 SWEEP_FILE = "sweep.json"  # in the catalog folder: the runs this catalog was built from
 
 
-class CatalogError(Exception):
+class CatalogError(UserError):
     """A user mistake (unknown profile/loop, bad override): one line, exit 2."""
 
 
@@ -67,7 +69,7 @@ PROFILES = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck catalog",
         description="Run every first-order mutant of the reference loops and write the symptom catalog.",
     )
@@ -85,11 +87,6 @@ def _parser() -> argparse.ArgumentParser:
         help="Hydra overrides applied to every loop, e.g. results_dir=DIR device=cuda budget.epochs=5",
     )
     return parser
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise CatalogError(message)
 
 
 def catalog_main(argv: Sequence[str]) -> int:
@@ -134,7 +131,7 @@ def catalog_main(argv: Sequence[str]) -> int:
 
 
 def report_main(argv: Sequence[str]) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck report",
         description="Rebuild the catalog files (tables, study.md, report.html) from stored runs.",
     )

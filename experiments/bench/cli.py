@@ -7,46 +7,22 @@ line on stderr, never a traceback).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-USAGE_ERROR = 2
-
-
-class UserError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise UserError(message)
-
-
-def _guard(prog: str, function, argv: Sequence[str] | None) -> int:
-    try:
-        return function(argv)
-    except UserError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return USAGE_ERROR
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-
+from experiments.cli_support import Parser, UserError, guarded
 
 # -- lint ------------------------------------------------------------------------------------
 
 
 def lint_main(argv: Sequence[str] | None = None) -> int:
     """``trainwreck lint FILE...``: 0 when clean, 1 when there are findings, 2 on user errors."""
-    return _guard("trainwreck lint", _lint, argv)
+    return guarded("trainwreck lint", _lint, argv)
 
 
 def _lint(argv: Sequence[str] | None) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck lint", description="Lint PyTorch training loops (TW### codes)."
     )
     parser.add_argument("files", nargs="*", metavar="FILE")
@@ -97,7 +73,7 @@ def _lint(argv: Sequence[str] | None) -> int:
 def bench_main(argv: Sequence[str] | None = None) -> int:
     """``trainwreck bench [--detector NAME ...]``, ``bench export DIR``, ``bench detectors``,
     ``bench install-tool NAME``."""
-    return _guard("trainwreck bench", _bench, argv)
+    return guarded("trainwreck bench", _bench, argv)
 
 
 def _bench(argv: Sequence[str] | None) -> int:
@@ -112,7 +88,7 @@ def _bench(argv: Sequence[str] | None) -> int:
 
 
 def _score(argv: list[str]) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck bench", description="Score bug detectors against known mutants."
     )
     parser.add_argument(
@@ -246,7 +222,7 @@ def _progress(name: str):
 
 
 def _export(argv: list[str]) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck bench export", description="Write a self-contained benchmark bundle."
     )
     parser.add_argument("out", metavar="DIR")
