@@ -10,9 +10,10 @@ import pytest
 from experiments.bench.cli import lint_main
 from experiments.bench.lint import RULES, LintRule, lint_source
 from experiments.bench.lint.rule import example_source, marked_lines
+from experiments.loops import loop_paths
 
 ROOT = Path(__file__).resolve().parent.parent
-LOOPS = sorted(p for p in (ROOT / "reference_loops").glob("*.py") if not p.name.startswith("_"))
+LOOPS = loop_paths()
 STYLES = sorted((ROOT / "tests" / "styles").glob("*.py"))
 
 # The "debug this training loop" interview question, written out as a runnable-looking
