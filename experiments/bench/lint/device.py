@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from experiments.bench.lint.facts import MODEL_NAMES, target_names
-from experiments.bench.lint.rule import LintRule, Report
+from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
 from mutator.patterns import callee_name, dotted_name
 
@@ -53,22 +53,26 @@ class BatchNotMoved(LintRule):
     summary = "batch not moved to the device"
     operators = ("drop_input_to_device", "drop_target_to_device")
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     model = nn.Linear(4, 2).to(device)
     for x, y in loader:  # <-
         x = x.to(device)
         loss = criterion(model(x), y)
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     model = nn.Linear(4, 2).to(device)
     for x, y in loader:
         x, y = x.to(device), y.to(device)
         loss = criterion(model(x), y)
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -94,22 +98,26 @@ class ModelNotMoved(LintRule):
     summary = "model not moved to the device"
     operators = ("drop_model_to_device",)
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     model = nn.Linear(4, 2)
     for x, y in loader:
         x = x.to(device)  # <-
         loss = criterion(model(x), y)
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     model = nn.Linear(4, 2).to(device)
     for x, y in loader:
         x = x.to(device)
         loss = criterion(model(x), y)
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -133,19 +141,23 @@ class DiscardedTo(LintRule):
     category = "device"
     summary = ".to() result discarded"
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     model = nn.Linear(4, 2).to(device)
     for x, y in loader:
         x.to(device)  # <-
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     for x, y in loader:
         x = x.to(device)
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:

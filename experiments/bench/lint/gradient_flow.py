@@ -8,17 +8,10 @@ import re
 import libcst as cst
 
 from experiments.bench.lint.facts import backwarded_names, uses_bare
-from experiments.bench.lint.rule import LintRule, Report
+from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
 from mutator.patterns import dotted_name, find_arg, method_name
 
-_SETUP = """
-    import torch
-    from torch import nn
-    model = nn.Linear(4, 2)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    criterion = nn.CrossEntropyLoss()
-"""
 _CLIP_SETTING = re.compile(r"(clip|max_grad_norm|grad_norm)", re.IGNORECASE)
 
 
@@ -79,24 +72,26 @@ class DetachedLoss(LintRule):
     summary = "loss detached from the graph"
     operators = ("loss_from_item",)
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = torch.tensor(criterion(model(x), y).item(), requires_grad=True)
-        loss.backward()  # <-
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = torch.tensor(criterion(model(x), y).item(), requires_grad=True)
+                loss.backward()  # <-
+                opt.step()
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = criterion(model(x), y)
-        loss.backward()
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -127,32 +122,35 @@ class LossKeptWithGraph(LintRule):
     summary = "loss tensor kept across steps"
     operators = ("accumulate_loss_graph",)
     invalid = (
-        _SETUP
-        + """
-    total = 0.0
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        total += loss  # <-
-    """,
-        _SETUP
-        + """
-    history = []
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        history.append(loss)  # <-
-    """,
+        in_training_script(
+            """
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                total += loss  # <-
+            """
+        ),
+        in_training_script(
+            """
+            history = []
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                history.append(loss)  # <-
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    total = 0.0
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        total += loss.item()
-    """,
+        in_training_script(
+            """
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                total += loss.item()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -242,24 +240,17 @@ class OptimizerInLoop(LintRule):
     category = "optim"
     summary = "optimizer built inside the loop"
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt = torch.optim.Adam(model.parameters())  # <-
-        opt.zero_grad()
-        criterion(model(x), y).backward()
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt = torch.optim.Adam(model.parameters())  # <-
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            """
+        ),
     )
-    valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        criterion(model(x), y).backward()
-        opt.step()
-    """,
-    )
+    valid = (CORRECT_LOOP,)
 
     def check(self, script: Script) -> Report:
         for call in script.calls:

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 from experiments.bench.lint.facts import first_of, ordered, training_units
-from experiments.bench.lint.rule import LintRule, Report
+from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
 
-_SETUP = """
-    import torch
-    from torch import nn
-    model = nn.Linear(4, 2)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    criterion = nn.CrossEntropyLoss()
-"""
+
+class _MissingCall(LintRule):
+    """A function (or the module) that makes the ``present`` calls but not ``absent``;
+    reported at the first ``at`` call."""
+
+    present: tuple[str, str] = ("", "")
+    absent = ""
+    at = ""
+    message = ""
+
+    def excused(self, script: Script) -> bool:
+        """The missing call is done another way (by hand): stay silent."""
+        return False
+
+    def check(self, script: Script) -> Report:
+        for _, calls in training_units(script):
+            missing = all(calls[kind] for kind in self.present) and not calls[self.absent]
+            if missing and not self.excused(script):
+                yield calls[self.at][0], self.message
 
 
-class MissingZeroGrad(LintRule):
+class MissingZeroGrad(_MissingCall):
     """A function calls backward() and an optimizer step but never zero_grad(), and never
     resets ``.grad`` by hand: gradients accumulate across steps. Reported at the backward()."""
 
@@ -24,45 +36,46 @@ class MissingZeroGrad(LintRule):
     summary = "missing zero_grad()"
     operators = ("drop_zero_grad",)
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()  # <-
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()  # <-
+                opt.step()
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = criterion(model(x), y)
-        loss.backward()
-        opt.step()
-    """,
-        _SETUP
-        + """
-    for x, y in loader:
-        for p in model.parameters():
-            p.grad = None
-        criterion(model(x), y).backward()
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            for x, y in loader:
+                for p in model.parameters():
+                    p.grad = None
+                criterion(model(x), y).backward()
+                opt.step()
+            """
+        ),
     )
 
-    def check(self, script: Script) -> Report:
-        for _, calls in training_units(script):
-            if calls["backward"] and calls["opt_step"] and not calls["zero_grad"]:
-                if script.mentions(r"\.grad\s*=\s*None|\.grad\.zero_\(\)"):
-                    continue
-                yield (
-                    calls["backward"][0],
-                    "backward() and step() without zero_grad(): gradients accumulate across steps",
-                )
+    present = ("backward", "opt_step")
+    absent = "zero_grad"
+    at = "backward"
+    message = "backward() and step() without zero_grad(): gradients accumulate across steps"
+
+    def excused(self, script: Script) -> bool:
+        return script.mentions(r"\.grad\s*=\s*None|\.grad\.zero_\(\)")
 
 
-class MissingBackward(LintRule):
+class MissingBackward(_MissingCall):
     """A function zeroes gradients and steps the optimizer but never calls backward()."""
 
     code = "TW102"
@@ -70,34 +83,24 @@ class MissingBackward(LintRule):
     summary = "missing backward()"
     operators = ("drop_backward",)
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = criterion(model(x), y)
-        opt.step()  # <-
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                opt.step()  # <-
+            """
+        ),
     )
-    valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        criterion(model(x), y).backward()
-        opt.step()
-    """,
-    )
+    valid = (CORRECT_LOOP,)
 
-    def check(self, script: Script) -> Report:
-        for _, calls in training_units(script):
-            if calls["opt_step"] and calls["zero_grad"] and not calls["backward"]:
-                yield (
-                    calls["opt_step"][0],
-                    "optimizer step without backward(): there are no gradients to apply",
-                )
+    present = ("opt_step", "zero_grad")
+    absent = "backward"
+    at = "opt_step"
+    message = "optimizer step without backward(): there are no gradients to apply"
 
 
-class MissingStep(LintRule):
+class MissingStep(_MissingCall):
     """A function zeroes gradients and calls backward() but never steps the optimizer."""
 
     code = "TW103"
@@ -105,31 +108,21 @@ class MissingStep(LintRule):
     summary = "missing optimizer step"
     operators = ("drop_optimizer_step",)
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = criterion(model(x), y)
-        loss.backward()  # <-
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()  # <-
+            """
+        ),
     )
-    valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        criterion(model(x), y).backward()
-        opt.step()
-    """,
-    )
+    valid = (CORRECT_LOOP,)
 
-    def check(self, script: Script) -> Report:
-        for _, calls in training_units(script):
-            if calls["backward"] and calls["zero_grad"] and not calls["opt_step"]:
-                yield (
-                    calls["backward"][0],
-                    "backward() without an optimizer step: the weights never change",
-                )
+    present = ("backward", "zero_grad")
+    absent = "opt_step"
+    at = "backward"
+    message = "backward() without an optimizer step: the weights never change"
 
 
 class StepBeforeBackward(LintRule):
@@ -141,24 +134,26 @@ class StepBeforeBackward(LintRule):
     summary = "step before backward"
     operators = ("step_before_backward",)
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = criterion(model(x), y)
-        opt.step()  # <-
-        loss.backward()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                opt.step()  # <-
+                loss.backward()
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = criterion(model(x), y)
-        loss.backward()
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -182,24 +177,26 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
     summary = "zero_grad between backward and step"
     operators = ("zero_grad_after_backward",)
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        opt.zero_grad()  # <-
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.zero_grad()  # <-
+                opt.step()
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -227,24 +224,26 @@ class StepOutsideBackwardLoop(LintRule):
     operators = ("step_outside_batch_loop",)
     confidence = "medium"
     invalid = (
-        _SETUP
-        + """
-    def train_epoch():
-        opt.zero_grad()
-        for x, y in loader:
-            criterion(model(x), y).backward()
-        opt.step()  # <-
-    """,
+        in_training_script(
+            """
+            def train_epoch():
+                opt.zero_grad()
+                for x, y in loader:
+                    criterion(model(x), y).backward()
+                opt.step()  # <-
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    def train_epoch():
-        for x, y in loader:
-            opt.zero_grad()
-            criterion(model(x), y).backward()
-            opt.step()
-    """,
+        in_training_script(
+            """
+            def train_epoch():
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -269,25 +268,27 @@ class ClipBeforeBackward(LintRule):
     summary = "clipping before backward"
     operators = ("clip_before_backward",)
     invalid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        loss = criterion(model(x), y)
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # <-
-        loss.backward()
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # <-
+                loss.backward()
+                opt.step()
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    for x, y in loader:
-        opt.zero_grad()
-        criterion(model(x), y).backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-    """,
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -305,26 +306,28 @@ class SchedulerBeforeOptimizer(LintRule):
     category = "optim"
     summary = "scheduler step before optimizer step"
     invalid = (
-        _SETUP
-        + """
-    scheduler = torch.optim.lr_scheduler.StepLR(opt, 10)
-    for x, y in loader:
-        opt.zero_grad()
-        criterion(model(x), y).backward()
-        scheduler.step()  # <-
-        opt.step()
-    """,
+        in_training_script(
+            """
+            scheduler = torch.optim.lr_scheduler.StepLR(opt, 10)
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                scheduler.step()  # <-
+                opt.step()
+            """
+        ),
     )
     valid = (
-        _SETUP
-        + """
-    scheduler = torch.optim.lr_scheduler.StepLR(opt, 10)
-    for x, y in loader:
-        opt.zero_grad()
-        criterion(model(x), y).backward()
-        opt.step()
-        scheduler.step()
-    """,
+        in_training_script(
+            """
+            scheduler = torch.optim.lr_scheduler.StepLR(opt, 10)
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+                scheduler.step()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:

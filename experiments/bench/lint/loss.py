@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from experiments.bench.lint.facts import PREDICTION_NAMES, model_call, probability_call, strip_casts
-from experiments.bench.lint.rule import LintRule, Report
+from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
 from mutator.lint_semantics import LOGITS_LOSSES
 from mutator.patterns import is_label_name
@@ -27,21 +27,27 @@ class ProbabilitiesIntoLogitsLoss(LintRule):
     summary = "softmax/sigmoid before a logits loss"
     operators = ("softmax_before_cross_entropy", "sigmoid_before_bce_with_logits")
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     loss = criterion(model(x).softmax(dim=1), y)  # <-
     """,
-        _SETUP
-        + """
+            _SETUP,
+        ),
+        in_training_script(
+            """
     probs = torch.sigmoid(model(x))
     loss = F.binary_cross_entropy_with_logits(probs, y)  # <-
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     loss = criterion(model(x), y)
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -175,20 +181,26 @@ class SwappedLossArguments(LintRule):
     operators = ("swap_loss_arguments",)
     confidence = "medium"
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     loss = criterion(y, model(x))  # <-
     """,
-        _SETUP
-        + """
+            _SETUP,
+        ),
+        in_training_script(
+            """
     loss = criterion(labels.long(), logits)  # <-
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     loss = criterion(model(x), y)
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from experiments.bench.lint.facts import training_units
-from experiments.bench.lint.rule import LintRule, Report
+from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
 from mutator.patterns import callee_name, dotted_name, in_no_grad
 
@@ -47,8 +47,8 @@ class EvalWithoutTrainInLoop(LintRule):
     summary = "eval() in the training loop without train()"
     operators = ("drop_train_mode",)
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     for epoch in range(10):
         for x, y in loader:
             opt.zero_grad()
@@ -58,10 +58,12 @@ class EvalWithoutTrainInLoop(LintRule):
         with torch.no_grad():
             print(model(x_val))
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     for epoch in range(10):
         model.train()
         for x, y in loader:
@@ -72,6 +74,8 @@ class EvalWithoutTrainInLoop(LintRule):
         with torch.no_grad():
             print(model(x_val))
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -98,8 +102,8 @@ class EvalBeforeTraining(LintRule):
     summary = "eval() before training"
     operators = ("eval_mode_before_training",)
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     def train_epoch():
         model.eval()  # <-
         for x, y in loader:
@@ -107,10 +111,12 @@ class EvalBeforeTraining(LintRule):
             criterion(model(x), y).backward()
             opt.step()
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     def train_epoch():
         model.train()
         for x, y in loader:
@@ -118,6 +124,8 @@ class EvalBeforeTraining(LintRule):
             criterion(model(x), y).backward()
             opt.step()
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -146,28 +154,34 @@ class EvalWithoutNoGrad(LintRule):
     summary = "eval forward without no_grad"
     operators = ("drop_no_grad",)
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     def evaluate():
         model.eval()
         return model(x_val)  # <-
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     def evaluate():
         model.eval()
         with torch.no_grad():
             return model(x_val)
     """,
-        _SETUP
-        + """
+            _SETUP,
+        ),
+        in_training_script(
+            """
     @torch.inference_mode()
     def evaluate():
         model.eval()
         return model(x_val)
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -207,21 +221,25 @@ class NoGradWithoutEval(LintRule):
     operators = ("drop_eval_mode",)
     confidence = "medium"
     invalid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     model.train()
     with torch.no_grad():
         val_logits = model(x_val)  # <-
     """,
+            _SETUP,
+        ),
     )
     valid = (
-        _SETUP
-        + """
+        in_training_script(
+            """
     model.train()
     model.eval()
     with torch.no_grad():
         val_logits = model(x_val)
     """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:

@@ -83,6 +83,33 @@ def example_source(example: str) -> str:
     return textwrap.dedent(example).strip("\n") + "\n"
 
 
+# The model, optimizer and loss most examples train with.
+TRAINING_SETUP = """
+    import torch
+    from torch import nn
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+"""
+
+
+def in_training_script(body: str, setup: str = TRAINING_SETUP) -> str:
+    """An example: ``setup`` (by default ``TRAINING_SETUP``) followed by ``body``, both
+    indented triple-quoted code."""
+    return example_source(setup) + example_source(body)
+
+
+# A correct training step: the valid example of many gradient rules.
+CORRECT_LOOP = in_training_script(
+    """
+    for x, y in loader:
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+    """
+)
+
+
 def marked_lines(example: str) -> list[int]:
     """1-based lines of an example that end with the ``# <-`` marker."""
     lines = example_source(example).splitlines()
