@@ -202,3 +202,6 @@ def test_command_exit_statuses(tmp_path: Path, capsys):
     assert lint_main(["--select", "TW1", str(buggy)]) == 1
     assert all(" TW1" in line for line in capsys.readouterr().out.splitlines())
     assert lint_main(["--select", "ZZ9", str(buggy)]) == 2
+    assert lint_main(["--list-rules", "--select", "TW10"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].split()[:3] == ["TW101", "gradient", "high"] and len(listed) == 9

@@ -41,7 +41,8 @@ def _lint(argv: Sequence[str] | None) -> int:
     if args.list_rules:
         for rule in rules:
             print(
-                f"{rule.code}  {rule.category:<10}  {rule.summary}  [{', '.join(rule.operators) or '-'}]"
+                f"{rule.code}  {rule.category:<10}  {rule.confidence:<6}  {rule.summary}"
+                f"  [{', '.join(rule.operators) or '-'}]"
             )
         return 0
     if not args.files:
