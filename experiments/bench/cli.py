@@ -128,6 +128,7 @@ def _score(argv: list[str]) -> int:
     from experiments.bench import score
     from experiments.bench.api import get_detector
     from experiments.bench.corpus import reference_loops, run_cases, source_cases
+    from experiments.bench.progress import progress_printer
 
     options = _options(args.option)
     try:
@@ -146,9 +147,8 @@ def _score(argv: list[str]) -> int:
             cases = run_cases(results_dir, args.loops)
             if not cases:
                 print(f"{detector.name}: no stored runs under {results_dir}/runs", file=sys.stderr)
-        report = score.run_detector(detector, cases, args.timeout, _progress(detector.name))
+        report = score.run_detector(detector, cases, args.timeout, progress_printer(detector.name))
         reports.append(report)
-        print(file=sys.stderr)
     written = score.write_leaderboard(reports, results_dir / "bench", args.line_tolerance)
     print(
         score.markdown_table(
@@ -212,14 +212,6 @@ def _options(items: list[str]) -> dict[str, dict[str, str]]:
             raise UserError(f"--option {item!r}: expected DETECTOR.KEY=VALUE")
         options.setdefault(name, {})[setting] = value
     return options
-
-
-def _progress(name: str):
-    def report(done: int, total: int) -> None:
-        if done == total or done % 10 == 0:
-            print(f"\r{name}: {done}/{total}", end="", file=sys.stderr, flush=True)
-
-    return report
 
 
 def _export(argv: list[str]) -> int:
