@@ -205,3 +205,35 @@ def test_command_exit_statuses(tmp_path: Path, capsys):
     assert lint_main(["--list-rules", "--select", "TW10"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[0].split()[:3] == ["TW101", "gradient", "high"] and len(listed) == 9
+
+
+TRAIN_WITH_IMPORTED_MODEL = """\
+import torch.nn.functional as F
+from model import Net
+
+model = Net()
+for data, target in loader:
+    output = model(data)
+    loss = F.nll_loss(output, target)
+"""
+MODEL_FILE = """\
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        x = self.fc(x)
+        return {end}
+"""
+
+
+@pytest.mark.parametrize(
+    ("end", "expected"), [("F.log_softmax(x, dim=1)", []), ("x", ["TW302"])], ids=["log", "raw"]
+)
+def test_nll_reads_the_forward_of_a_model_defined_in_another_file(tmp_path: Path, end, expected):
+    (tmp_path / "model.py").write_text(MODEL_FILE.format(end=end))
+    train = tmp_path / "train.py"
+    train.write_text(TRAIN_WITH_IMPORTED_MODEL)
+    found = lint_source(train.read_text(), str(train))
+    assert [(f.rule.code, f.line) for f in found] == [(code, 7) for code in expected]

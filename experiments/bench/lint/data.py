@@ -13,6 +13,7 @@ from mutator.patterns import (
     callee_name,
     dotted_name,
     find_arg,
+    has_star_args,
     is_data_loader,
     is_false,
     is_label_name,
@@ -23,7 +24,9 @@ from mutator.patterns import (
 
 class TrainLoaderNotShuffled(LintRule):
     """A DataLoader over training data (by its dataset's or its own name) without
-    ``shuffle=True`` and without a sampler: every epoch sees the same order."""
+    ``shuffle=True`` and without a sampler: every epoch sees the same order. Silent when
+    arguments arrive through ``*args``/``**kwargs`` (``DataLoader(ds, **train_kwargs)``):
+    shuffle may be in there."""
 
     code = "TW701"
     category = "data"
@@ -42,6 +45,13 @@ class TrainLoaderNotShuffled(LintRule):
         train_loader = DataLoader(train_ds, batch_size=8, shuffle=True)
         val_loader = DataLoader(val_ds, batch_size=8)
         """,
+        """
+        from torch.utils.data import DataLoader
+        train_kwargs = {"batch_size": 64}
+        accel_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}
+        train_kwargs.update(accel_kwargs)
+        train_loader = DataLoader(train_ds, **train_kwargs)
+        """,
     )
 
     def check(self, script: Script) -> Report:
@@ -56,6 +66,8 @@ class TrainLoaderNotShuffled(LintRule):
             if find_arg(call, keyword="sampler") or find_arg(call, keyword="batch_sampler"):
                 continue
             shuffle = find_arg(call, keyword="shuffle", position=2)
+            if shuffle is None and has_star_args(call):
+                continue  # shuffle may arrive in the unpacked arguments: cannot know
             if shuffle is None or is_false(shuffle.value):
                 yield call, "training DataLoader without shuffle=True"
 

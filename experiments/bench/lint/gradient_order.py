@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from experiments.bench.lint.facts import first_of, ordered, training_units
 from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_training_script
-from experiments.bench.lint.script import Script
+from experiments.bench.lint.script import Node, Script
+from mutator.lint_semantics import manual_updates, step_closures
 
 
 class _MissingCall(LintRule):
@@ -16,14 +19,14 @@ class _MissingCall(LintRule):
     at = ""
     message = ""
 
-    def excused(self, script: Script) -> bool:
-        """The missing call is done another way (by hand): stay silent."""
+    def excused(self, script: Script, unit: Node) -> bool:
+        """The missing call is done another way (by hand, by a caller): stay silent."""
         return False
 
     def check(self, script: Script) -> Report:
-        for _, calls in training_units(script):
+        for unit, calls in training_units(script):
             missing = all(calls[kind] for kind in self.present) and not calls[self.absent]
-            if missing and not self.excused(script):
+            if missing and not self.excused(script, unit):
                 yield calls[self.at][0], self.message
 
 
@@ -71,7 +74,7 @@ class MissingZeroGrad(_MissingCall):
     at = "backward"
     message = "backward() and step() without zero_grad(): gradients accumulate across steps"
 
-    def excused(self, script: Script) -> bool:
+    def excused(self, script: Script, unit: Node) -> bool:
         return script.mentions(r"\.grad\s*=\s*None|\.grad\.zero_\(\)")
 
 
@@ -101,7 +104,10 @@ class MissingBackward(_MissingCall):
 
 
 class MissingStep(_MissingCall):
-    """A function zeroes gradients and calls backward() but never steps the optimizer."""
+    """A function zeroes gradients and calls backward() but never steps the optimizer.
+
+    Silent when the file updates parameters by hand from their gradients (``p -= lr *
+    p.grad``) and inside a closure passed to ``optimizer.step(closure)`` (LBFGS)."""
 
     code = "TW103"
     category = "gradient"
@@ -117,12 +123,42 @@ class MissingStep(_MissingCall):
             """
         ),
     )
-    valid = (CORRECT_LOOP,)
+    valid = (
+        CORRECT_LOOP,
+        in_training_script(
+            """
+            for x, y in loader:
+                model.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p -= 0.1 * p.grad
+            """
+        ),
+        in_training_script(
+            """
+            lbfgs = torch.optim.LBFGS(model.parameters())
+            for x, y in loader:
+                def closure():
+                    lbfgs.zero_grad()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    return loss
+                lbfgs.step(closure)
+            """
+        ),
+    )
 
     present = ("backward", "zero_grad")
     absent = "opt_step"
     at = "backward"
     message = "backward() without an optimizer step: the weights never change"
+
+    def excused(self, script: Script, unit: Node) -> bool:
+        # A hand-written update is the step; a closure's step is the call it is passed to.
+        closure = isinstance(unit, cst.FunctionDef) and unit.name.value in step_closures(script.ctx)
+        return closure or bool(manual_updates(script.ctx))
 
 
 class StepBeforeBackward(LintRule):
@@ -216,7 +252,11 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
 
 class StepOutsideBackwardLoop(LintRule):
     """backward() runs in a loop but the optimizer step comes after that loop: one update
-    per epoch instead of one per batch."""
+    per epoch instead of one per batch.
+
+    Gradient accumulation has the same shape, so the rule stays silent when gradients are
+    zeroed next to the step (in the step's own block) and never inside the backward loop:
+    then the loop sums micro-batch gradients for the one step on purpose."""
 
     code = "TW106"
     category = "gradient"
@@ -227,8 +267,8 @@ class StepOutsideBackwardLoop(LintRule):
         in_training_script(
             """
             def train_epoch():
-                opt.zero_grad()
                 for x, y in loader:
+                    opt.zero_grad()
                     criterion(model(x), y).backward()
                 opt.step()  # <-
             """
@@ -244,6 +284,15 @@ class StepOutsideBackwardLoop(LintRule):
                     opt.step()
             """
         ),
+        in_training_script(
+            """
+            for batch in loader:
+                opt.zero_grad()
+                for x, y in micro_batches(batch, 4):
+                    (criterion(model(x), y) / 4).backward()
+                opt.step()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
@@ -253,11 +302,17 @@ class StepOutsideBackwardLoop(LintRule):
                 if loop is unit or any(script.ctx.within(loop, s) for s in calls["opt_step"]):
                     continue
                 after = [s for s in calls["opt_step"] if script.before(loop, s)]
-                if after:
+                if after and not _accumulates(script, loop, after[0], calls["zero_grad"]):
                     yield (
                         after[0],
                         "optimizer step outside the loop that calls backward(): one update per loop",
                     )
+
+
+def _accumulates(script: Script, loop: Node, step: cst.Call, zero_grads: list[cst.Call]) -> bool:
+    """Gradients are zeroed beside the step and never inside ``loop``: accumulation."""
+    beside = any(script.scope(z) is script.scope(step) for z in zero_grads)
+    return beside and not any(script.ctx.within(loop, z) for z in zero_grads)
 
 
 class ClipBeforeBackward(LintRule):

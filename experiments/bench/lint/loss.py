@@ -7,8 +7,14 @@ import libcst as cst
 from experiments.bench.lint.facts import PREDICTION_NAMES, model_call, probability_call, strip_casts
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
-from mutator.lint_semantics import LOGITS_LOSSES
-from mutator.patterns import is_label_name
+from mutator.lint_semantics import LOGITS_LOSSES, class_named, forward_returns_log_probs
+from mutator.patterns import (
+    MODULE_PASSTHROUGH,
+    callee_name,
+    dotted_name,
+    is_label_name,
+    unwrap_calls,
+)
 
 _SETUP = """
     import torch
@@ -65,8 +71,10 @@ class ProbabilitiesIntoLogitsLoss(LintRule):
 
 
 class NllWithoutLogSoftmax(LintRule):
-    """NLLLoss on values that no log_softmax produced (probabilities, or a file that never
-    mentions log_softmax)."""
+    """NLLLoss on values that are not log-probabilities: a softmax/sigmoid output, or the
+    output of a model whose ``forward`` (in this file, or in a local module the script
+    imports, like ``model.py``) does not end in log_softmax. Silent when the model's class
+    cannot be read (built elsewhere, an installed package)."""
 
     code = "TW302"
     category = "loss"
@@ -76,7 +84,17 @@ class NllWithoutLogSoftmax(LintRule):
     invalid = (
         """
         import torch.nn.functional as F
-        loss = F.nll_loss(model(x), y)  # <-
+        loss = F.nll_loss(F.softmax(model(x), dim=1), y)  # <-
+        """,
+        """
+        import torch.nn.functional as F
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return self.fc(x)
+        model = Net().to(device)
+        logits = model(x)
+        loss = F.nll_loss(logits, y)  # <-
         """,
     )
     valid = (
@@ -84,19 +102,65 @@ class NllWithoutLogSoftmax(LintRule):
         import torch.nn.functional as F
         loss = F.nll_loss(F.log_softmax(model(x), dim=1), y)
         """,
+        """
+        import torch.nn.functional as F
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                x = self.fc(x)
+                return F.log_softmax(x, dim=1)
+        model = Net()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        """,
+        """
+        import torch.nn.functional as F
+        from models import Net
+        model = Net()
+        loss = F.nll_loss(model(x), y)
+        """,
     )
 
     def check(self, script: Script) -> Report:
         for call, kind in script.loss_calls():
             if kind != "NLLLoss":
                 continue
-            value = script.value_of(call.args[0].value, call)
-            code = script.ctx.code(value)
-            if "log_softmax" in code or "log(" in code or "LogSoftmax" in code:
-                continue
-            if probability_call(value) or not script.mentions(r"log_softmax|LogSoftmax"):
+            value = call.args[0].value
+            for _ in range(_HOPS):  # log_probs = logits; logits = model(x)
+                if probability_call(value) or _log_probs(script, value) is not None:
+                    break
+                value = script.value_of(value, call)
+            if probability_call(value) or _log_probs(script, value) is False:
                 label = script.loss_label(call)
                 yield call, f"{label} on values that are not log-probabilities (no log_softmax)"
+
+
+_HOPS = 3  # assignments followed back from the loss input
+
+
+def _log_probs(script: Script, value: cst.BaseExpression) -> bool | None:
+    """True for a log-softmax (inline, or the output of a model whose forward ends in one),
+    False for the output of a model whose forward does not, None when unknown."""
+    if "log_softmax" in script.ctx.code(value) or "LogSoftmax" in script.ctx.code(value):
+        return True
+    if not isinstance(value, cst.Call):
+        return None
+    callee = dotted_name(value.func)
+    built = {
+        callee_name(unwrap_calls(v, MODULE_PASSTHROUGH))
+        for _, v in script.assignments.get(callee or "", [])
+        if isinstance(v, cst.Call)
+    }
+    if len(built) != 1 or None in built:
+        return None
+    name = built.pop() or ""
+    cls, ctx = class_named(script.ctx, name), script.ctx
+    if cls is None and name in script.project.imported_names:
+        ctx = script.project.module(script.project.imported_names[name])
+        cls = class_named(ctx, name) if ctx is not None else None
+    if cls is None or ctx is None:
+        return None
+    return forward_returns_log_probs(cls, ctx)
 
 
 class MseOnClasses(LintRule):

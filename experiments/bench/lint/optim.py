@@ -7,13 +7,17 @@ import libcst as cst
 from experiments.bench.lint.facts import resolve_number
 from experiments.bench.lint.rule import LintRule, Report
 from experiments.bench.lint.script import Script
-from mutator.lint_semantics import adaptive_optimizer
-from mutator.patterns import find_arg, number_value, optimizer_class
+from mutator.lint_semantics import adaptive_optimizer, manual_updates
+from mutator.patterns import dotted_name, dotted_names_in, find_arg, number_value, optimizer_class
 
 
 class LargeLearningRate(LintRule):
     """A learning rate that is zero or negative, multiplied by a large factor, or far above
-    the useful range of its optimizer (a literal, a constant, or an argparse default)."""
+    the useful range of its optimizer (a literal, a constant, or an argparse default).
+
+    Not "too large" when the same variable also drives a hand-written update (``p.data.add_(
+    p.grad, alpha=-lr)``): that default was chosen for the manual SGD path, not for the
+    optimizer on the other branch."""
 
     code = "TW501"
     category = "optim"
@@ -44,6 +48,17 @@ class LargeLearningRate(LintRule):
         import torch
         opt = torch.optim.Adam(model.parameters(), lr=3e-4)
         """,
+        """
+        import torch
+        parser.add_argument("--lr", type=float, default=20)
+        args = parser.parse_args()
+        lr = args.lr
+        if args.optimizer == "adamw":
+            opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+        else:
+            for p in model.parameters():
+                p.data.add_(p.grad, alpha=-lr)
+        """,
     )
 
     def check(self, script: Script) -> Report:
@@ -63,6 +78,8 @@ class LargeLearningRate(LintRule):
                 continue
             if value <= 0:
                 yield call, f"learning rate {value:g}: the optimizer cannot move the weights"
+            elif _drives_manual_update(script, expr):
+                continue
             elif adaptive_optimizer(call, script.ctx) and value >= self.adaptive_lr_max:
                 yield (
                     call,
@@ -70,6 +87,21 @@ class LargeLearningRate(LintRule):
                 )
             elif name == "SGD" and value >= self.sgd_lr_max:
                 yield call, f"learning rate {value:g} is very large for SGD"
+
+
+def _drives_manual_update(script: Script, lr: cst.BaseExpression) -> bool:
+    """Does the learning rate (or a name assigned from it) also feed a hand-written update?"""
+    name = dotted_name(lr)
+    if name is None:
+        return False
+    aliases = {name} | {
+        alias
+        for alias, assigned in script.assignments.items()
+        if any(dotted_name(value) == name for _, value in assigned)
+    }
+    return any(
+        aliases & dotted_names_in(update, script.ctx) for update in manual_updates(script.ctx)
+    )
 
 
 class TinyAdamEps(LintRule):

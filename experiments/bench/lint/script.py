@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cached_property
 
 import libcst as cst
 
+from experiments.bench.lint.project import Project
 from mutator.context import Context
 from mutator.engine import SourceFile
 from mutator.patterns import (
@@ -91,6 +93,11 @@ class Script:
         name = dotted_name(target)
         if name is not None:
             self.assignments.setdefault(name, []).append((where, value))
+
+    @cached_property
+    def project(self) -> Project:
+        """The local modules this script imports (``model.py`` beside ``train.py``)."""
+        return Project(self.ctx, self.path)
 
     def qualified(self, node: Node) -> set[str]:
         return self.ctx.qualified_names(node)
