@@ -55,22 +55,22 @@ class BatchNotMoved(LintRule):
     invalid = (
         in_training_script(
             """
-    model = nn.Linear(4, 2).to(device)
-    for x, y in loader:  # <-
-        x = x.to(device)
-        loss = criterion(model(x), y)
-    """,
+            model = nn.Linear(4, 2).to(device)
+            for x, y in loader:  # <-
+                x = x.to(device)
+                loss = criterion(model(x), y)
+            """,
             _SETUP,
         ),
     )
     valid = (
         in_training_script(
             """
-    model = nn.Linear(4, 2).to(device)
-    for x, y in loader:
-        x, y = x.to(device), y.to(device)
-        loss = criterion(model(x), y)
-    """,
+            model = nn.Linear(4, 2).to(device)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = criterion(model(x), y)
+            """,
             _SETUP,
         ),
     )
@@ -100,22 +100,22 @@ class ModelNotMoved(LintRule):
     invalid = (
         in_training_script(
             """
-    model = nn.Linear(4, 2)
-    for x, y in loader:
-        x = x.to(device)  # <-
-        loss = criterion(model(x), y)
-    """,
+            model = nn.Linear(4, 2)
+            for x, y in loader:
+                x = x.to(device)  # <-
+                loss = criterion(model(x), y)
+            """,
             _SETUP,
         ),
     )
     valid = (
         in_training_script(
             """
-    model = nn.Linear(4, 2).to(device)
-    for x, y in loader:
-        x = x.to(device)
-        loss = criterion(model(x), y)
-    """,
+            model = nn.Linear(4, 2).to(device)
+            for x, y in loader:
+                x = x.to(device)
+                loss = criterion(model(x), y)
+            """,
             _SETUP,
         ),
     )
@@ -143,19 +143,19 @@ class DiscardedTo(LintRule):
     invalid = (
         in_training_script(
             """
-    model = nn.Linear(4, 2).to(device)
-    for x, y in loader:
-        x.to(device)  # <-
-    """,
+            model = nn.Linear(4, 2).to(device)
+            for x, y in loader:
+                x.to(device)  # <-
+            """,
             _SETUP,
         ),
     )
     valid = (
         in_training_script(
             """
-    for x, y in loader:
-        x = x.to(device)
-    """,
+            for x, y in loader:
+                x = x.to(device)
+            """,
             _SETUP,
         ),
     )

@@ -82,17 +82,7 @@ class DetachedLoss(LintRule):
             """
         ),
     )
-    valid = (
-        in_training_script(
-            """
-            for x, y in loader:
-                opt.zero_grad()
-                loss = criterion(model(x), y)
-                loss.backward()
-                opt.step()
-            """
-        ),
-    )
+    valid = (CORRECT_LOOP,)
 
     def check(self, script: Script) -> Report:
         for call in script.calls_of("backward"):

@@ -49,15 +49,7 @@ class MissingZeroGrad(_MissingCall):
         ),
     )
     valid = (
-        in_training_script(
-            """
-            for x, y in loader:
-                opt.zero_grad()
-                loss = criterion(model(x), y)
-                loss.backward()
-                opt.step()
-            """
-        ),
+        CORRECT_LOOP,
         in_training_script(
             """
             for x, y in loader:
@@ -180,17 +172,7 @@ class StepBeforeBackward(LintRule):
             """
         ),
     )
-    valid = (
-        in_training_script(
-            """
-            for x, y in loader:
-                opt.zero_grad()
-                loss = criterion(model(x), y)
-                loss.backward()
-                opt.step()
-            """
-        ),
-    )
+    valid = (CORRECT_LOOP,)
 
     def check(self, script: Script) -> Report:
         for sequence in ordered(script, ("backward", "opt_step", "zero_grad")):

@@ -22,6 +22,8 @@ _SETUP = """
     from torch import nn
     criterion = nn.CrossEntropyLoss()
 """
+# The loss on raw model outputs, in the argument order it expects.
+_CORRECT_LOSS = in_training_script("loss = criterion(model(x), y)\n", _SETUP)
 
 
 class ProbabilitiesIntoLogitsLoss(LintRule):
@@ -35,26 +37,19 @@ class ProbabilitiesIntoLogitsLoss(LintRule):
     invalid = (
         in_training_script(
             """
-    loss = criterion(model(x).softmax(dim=1), y)  # <-
-    """,
+            loss = criterion(model(x).softmax(dim=1), y)  # <-
+            """,
             _SETUP,
         ),
         in_training_script(
             """
-    probs = torch.sigmoid(model(x))
-    loss = F.binary_cross_entropy_with_logits(probs, y)  # <-
-    """,
+            probs = torch.sigmoid(model(x))
+            loss = F.binary_cross_entropy_with_logits(probs, y)  # <-
+            """,
             _SETUP,
         ),
     )
-    valid = (
-        in_training_script(
-            """
-    loss = criterion(model(x), y)
-    """,
-            _SETUP,
-        ),
-    )
+    valid = (_CORRECT_LOSS,)
 
     def check(self, script: Script) -> Report:
         for call, kind in script.loss_calls():
@@ -247,25 +242,18 @@ class SwappedLossArguments(LintRule):
     invalid = (
         in_training_script(
             """
-    loss = criterion(y, model(x))  # <-
-    """,
+            loss = criterion(y, model(x))  # <-
+            """,
             _SETUP,
         ),
         in_training_script(
             """
-    loss = criterion(labels.long(), logits)  # <-
-    """,
+            loss = criterion(labels.long(), logits)  # <-
+            """,
             _SETUP,
         ),
     )
-    valid = (
-        in_training_script(
-            """
-    loss = criterion(model(x), y)
-    """,
-            _SETUP,
-        ),
-    )
+    valid = (_CORRECT_LOSS,)
 
     def check(self, script: Script) -> Report:
         for call, _ in script.loss_calls():

@@ -49,31 +49,31 @@ class EvalWithoutTrainInLoop(LintRule):
     invalid = (
         in_training_script(
             """
-    for epoch in range(10):
-        for x, y in loader:
-            opt.zero_grad()
-            criterion(model(x), y).backward()
-            opt.step()
-        model.eval()  # <-
-        with torch.no_grad():
-            print(model(x_val))
-    """,
+            for epoch in range(10):
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+                model.eval()  # <-
+                with torch.no_grad():
+                    print(model(x_val))
+            """,
             _SETUP,
         ),
     )
     valid = (
         in_training_script(
             """
-    for epoch in range(10):
-        model.train()
-        for x, y in loader:
-            opt.zero_grad()
-            criterion(model(x), y).backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            print(model(x_val))
-    """,
+            for epoch in range(10):
+                model.train()
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+                model.eval()
+                with torch.no_grad():
+                    print(model(x_val))
+            """,
             _SETUP,
         ),
     )
@@ -104,26 +104,26 @@ class EvalBeforeTraining(LintRule):
     invalid = (
         in_training_script(
             """
-    def train_epoch():
-        model.eval()  # <-
-        for x, y in loader:
-            opt.zero_grad()
-            criterion(model(x), y).backward()
-            opt.step()
-    """,
+            def train_epoch():
+                model.eval()  # <-
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """,
             _SETUP,
         ),
     )
     valid = (
         in_training_script(
             """
-    def train_epoch():
-        model.train()
-        for x, y in loader:
-            opt.zero_grad()
-            criterion(model(x), y).backward()
-            opt.step()
-    """,
+            def train_epoch():
+                model.train()
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """,
             _SETUP,
         ),
     )
@@ -156,30 +156,30 @@ class EvalWithoutNoGrad(LintRule):
     invalid = (
         in_training_script(
             """
-    def evaluate():
-        model.eval()
-        return model(x_val)  # <-
-    """,
+            def evaluate():
+                model.eval()
+                return model(x_val)  # <-
+            """,
             _SETUP,
         ),
     )
     valid = (
         in_training_script(
             """
-    def evaluate():
-        model.eval()
-        with torch.no_grad():
-            return model(x_val)
-    """,
+            def evaluate():
+                model.eval()
+                with torch.no_grad():
+                    return model(x_val)
+            """,
             _SETUP,
         ),
         in_training_script(
             """
-    @torch.inference_mode()
-    def evaluate():
-        model.eval()
-        return model(x_val)
-    """,
+            @torch.inference_mode()
+            def evaluate():
+                model.eval()
+                return model(x_val)
+            """,
             _SETUP,
         ),
     )
@@ -223,21 +223,21 @@ class NoGradWithoutEval(LintRule):
     invalid = (
         in_training_script(
             """
-    model.train()
-    with torch.no_grad():
-        val_logits = model(x_val)  # <-
-    """,
+            model.train()
+            with torch.no_grad():
+                val_logits = model(x_val)  # <-
+            """,
             _SETUP,
         ),
     )
     valid = (
         in_training_script(
             """
-    model.train()
-    model.eval()
-    with torch.no_grad():
-        val_logits = model(x_val)
-    """,
+            model.train()
+            model.eval()
+            with torch.no_grad():
+                val_logits = model(x_val)
+            """,
             _SETUP,
         ),
     )
