@@ -44,18 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.harness import RunSpec, load_results, run_sweep  # noqa: E402
 from experiments.harness.warm import warm_up  # noqa: E402
+from experiments.loops import loop_names  # noqa: E402
 from mutations.registry import operator_classes  # noqa: E402
 
-LOOPS = (
-    "mlp_digits",
-    "cnn_digits",
-    "functional_digits",
-    "binary_cancer",
-    "regression_diabetes",
-    "resume_digits",
-    "lstm_lm",
-    "char_lm",
-)
+LOOPS = loop_names()
 
 
 def script_of(loop: str) -> Path:

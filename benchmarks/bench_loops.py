@@ -31,17 +31,9 @@ from types import ModuleType
 import torch
 
 from experiments import telemetry
+from experiments.loops import loop_names
 
-LOOPS = (
-    "mlp_digits",
-    "cnn_digits",
-    "functional_digits",
-    "resume_digits",
-    "binary_cancer",
-    "regression_diabetes",
-    "char_lm",
-    "lstm_lm",
-)
+LOOPS = loop_names()
 BUDGET_S = {"char_lm": 8.0}  # every other loop: DEFAULT_BUDGET_S
 DEFAULT_BUDGET_S = 3.0
 PLANTED_BUGS = ("drop_zero_grad", "scale_lr", "eval_mode_before_training", "shuffle_labels")

@@ -34,7 +34,9 @@ import pandas as pd
 from experiments import signature as signature_module
 from experiments import trace as trace_module
 from experiments.files import write_bytes_atomic
+from experiments.report.interactions import INTERACTION_FILES, interactions_markdown
 from experiments.report.operators import OperatorInfo, operator_info
+from experiments.report.tables import CatalogTables
 from experiments.signature import (
     FEATURES,
     LossCurve,
@@ -65,7 +67,6 @@ CATALOG_FILES = (
     "study.md",
     "report.html",
 )
-INTERACTION_FILES = ("interactions.csv", "interactions.md")
 CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
 _LIST_FIELDS = ("operators", "categories", "params", "lines", "mutant_lines", "argv")
 
@@ -80,15 +81,6 @@ class LoadedRun:
     loss_source: str
     curves: dict[str, Curve] = field(repr=False)
     cached: bool = False
-
-
-@dataclass
-class CatalogTables:
-    runs: pd.DataFrame
-    curves: pd.DataFrame
-    symptoms: pd.DataFrame
-    control: dict[str, Any]  # the noop false-positive summary
-    operators: dict[str, OperatorInfo]
 
 
 @dataclass
@@ -475,8 +467,6 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
         (staging / "symptoms.md").write_text(render_symptoms_md(tables), encoding="utf-8")
         study, page = render_study_md(tables), render_report_html(tables)
         if interactions is not None:
-            from experiments.quiz.interactions import interactions_markdown
-
             study += "\n\n" + interactions_markdown(interactions)
             section = (
                 '<section id="interactions"><h2>Interactions between bugs</h2>'

@@ -14,12 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-USAGE_ERROR = 2
-
-
-class UserError(Exception):
-    """A mistake in the command line or its inputs: reported in one line, exit 2."""
-
+from experiments.cli_support import Parser, UserError, guarded
 
 # -- operators ---------------------------------------------------------------------------
 
@@ -154,14 +149,9 @@ def _write_mutants(source, groups, out: Path, input_path: Path) -> int:
 # -- entry point -------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise UserError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="trainwreck", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser = Parser(prog="trainwreck", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
 
     operators = commands.add_parser("operators", help="list the mutation operators")
@@ -212,23 +202,15 @@ def _bench(argv: Sequence[str]) -> int:
 
 
 def _catalog(argv: Sequence[str]) -> int:
-    from experiments.catalog_job import CatalogError, catalog_main
+    from experiments.catalog_job import catalog_main
 
-    try:
-        return catalog_main(argv)
-    except CatalogError as error:
-        print(f"trainwreck catalog: error: {error}", file=sys.stderr)
-        return USAGE_ERROR
+    return guarded("trainwreck catalog", catalog_main, argv)
 
 
 def _report(argv: Sequence[str]) -> int:
-    from experiments.catalog_job import CatalogError, report_main
+    from experiments.catalog_job import report_main
 
-    try:
-        return report_main(argv)
-    except CatalogError as error:
-        print(f"trainwreck report: error: {error}", file=sys.stderr)
-        return USAGE_ERROR
+    return guarded("trainwreck report", report_main, argv)
 
 
 def _quiz(argv: Sequence[str]) -> int:
@@ -252,27 +234,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in DELEGATED:
         handler, _ = DELEGATED[argv[0]]
-        try:
-            return handler(argv[1:])
-        except KeyboardInterrupt:
-            print("trainwreck: interrupted", file=sys.stderr)
-            return 130
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        if getattr(args, "order", 1) not in range(1, 6):
-            raise UserError(f"--order must be between 1 and 5, got {args.order}")
-        if getattr(args, "count", 1) < 1:
-            raise UserError(f"--count must be at least 1, got {args.count}")
-        return args.handler(args)
-    except UserError as error:
-        print(f"trainwreck: error: {error}", file=sys.stderr)
-        return USAGE_ERROR
-    except KeyboardInterrupt:
-        print("trainwreck: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+        return guarded("trainwreck", handler, argv[1:])
+    return guarded("trainwreck", _run, argv)
+
+
+def _run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "order", 1) not in range(1, 6):
+        raise UserError(f"--order must be between 1 and 5, got {args.order}")
+    if getattr(args, "count", 1) < 1:
+        raise UserError(f"--count must be at least 1, got {args.count}")
+    return args.handler(args)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from hydra.utils import to_absolute_path
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from experiments import sweep as sweeps
+from experiments.loops import loop_paths
 from mutations.registry import operator_classes
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
@@ -117,7 +118,7 @@ def register_configs() -> None:
     for name in operator_classes():
         store.store(group="mutation", name=name, node=MutationConfig(operators=[name]))
     # A reference loop without its yaml (yet) is still a loop option, with its defaults.
-    for script in sorted((sweeps.PROJECT_ROOT / "reference_loops").glob("[!_]*.py")):
+    for script in loop_paths():
         if not (Path(CONFIG_DIR) / "loop" / f"{script.stem}.yaml").exists():
             node = LoopConfig(script=f"reference_loops/{script.name}")
             store.store(group="loop", name=script.stem, node=node)

@@ -78,14 +78,48 @@ def test_traincheck_says_exactly_why_it_cannot_run_even_when_installed(tmp_path,
     assert "from __future__" in reason and "traincheck-infer" in reason
 
 
+# The interview loop plus one line TorchFix does know (TOR102): the positive control that
+# makes "TorchFix sees none of the five bugs" mean something (an adapter returning [] fails).
+INTERVIEW_WITH_UNSAFE_LOAD = INTERVIEW_LOOP + 'state = torch.load("ckpt.pt")\n'
+UNSAFE_LOAD_LINE = INTERVIEW_WITH_UNSAFE_LOAD.count("\n")
+# torchfix 0.7.0 --select ALL output for it, in the tool's format (stdout, stderr, exit 1).
+RECORDED_INTERVIEW_OUTPUT = ToolOutput(
+    f"interview.py:{UNSAFE_LOAD_LINE}:9: TOR102 [*] `torch.load` without `weights_only`"
+    " parameter is unsafe. Explicitly set `weights_only` to False only if you trust the data"
+    " you load and full pickle functionality is needed, otherwise set `weights_only=True`.\n",
+    "Finished checking 1 files.\n[*] 1 violations are fixable, run with --fix\n",
+    1,
+)
+
+
+def _assert_torchfix_verdict_on_the_interview_loop(findings) -> None:
+    flagged = {(finding.rule, finding.line) for finding in findings}
+    assert ("TOR102", UNSAFE_LOAD_LINE) in flagged, f"positive control missed: {flagged}"
+    assert not {line for _, line in flagged} & set(CLASSIC_FIVE.values())
+
+
+def test_torchfix_adapter_reports_the_control_and_none_of_the_interview_bugs(monkeypatch):
+    import experiments.bench.external as external
+
+    seen = []
+
+    def recorded(argv, cwd, timeout):
+        seen.append((cwd / argv[-1]).read_text(encoding="utf-8"))
+        return RECORDED_INTERVIEW_OUTPUT
+
+    monkeypatch.setattr(external, "run_tool", recorded)
+    findings = TorchFix().detect(ScriptInput(INTERVIEW_WITH_UNSAFE_LOAD, "x/interview.py"))
+    assert seen == [INTERVIEW_WITH_UNSAFE_LOAD]
+    _assert_torchfix_verdict_on_the_interview_loop(findings)
+
+
 @pytest.mark.slow
 def test_torchfix_sees_none_of_the_interview_bugs():
     detector = TorchFix()
     if detector.unavailable():
         pytest.skip(detector.unavailable())
-    findings = detector.detect(ScriptInput(INTERVIEW_LOOP, "interview.py"))
-    flagged = {finding.line for finding in findings}
-    assert not flagged & set(CLASSIC_FIVE.values())
+    findings = detector.detect(ScriptInput(INTERVIEW_WITH_UNSAFE_LOAD, "interview.py"))
+    _assert_torchfix_verdict_on_the_interview_loop(findings)
 
 
 TINY_FROZEN = """\

@@ -1,5 +1,5 @@
 """trainwreck-lint: the classic interview loop, zero false positives on correct code,
-small positive/negative pairs per rule, and the command's exit statuses."""
+every rule's own valid/invalid examples, and the command's exit statuses."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from experiments.bench.cli import lint_main
-from experiments.bench.lint import RULES, lint_source
+from experiments.bench.lint import RULES, LintRule, lint_source
+from experiments.bench.lint.rule import example_source, marked_lines
+from experiments.loops import loop_paths
 
 ROOT = Path(__file__).resolve().parent.parent
-LOOPS = sorted(p for p in (ROOT / "reference_loops").glob("*.py") if not p.name.startswith("_"))
+LOOPS = loop_paths()
 STYLES = sorted((ROOT / "tests" / "styles").glob("*.py"))
 
 # The "debug this training loop" interview question, written out as a runnable-looking
@@ -95,94 +97,75 @@ def test_no_false_positives_on_correct_scripts(path: Path):
     assert [f.format() for f in findings] == []
 
 
-def test_reference_loops_exist_for_the_zero_false_positive_check():
-    if not LOOPS:
-        pytest.skip("no reference loops yet")
-    assert len(LOOPS) >= 5
+def test_the_zero_false_positive_check_has_its_inputs():
+    # An empty parametrisation would skip the check above silently: fail instead.
+    assert len(LOOPS) >= 5, f"only {len(LOOPS)} reference loops found"
+    assert len(STYLES) >= 3, f"only {len(STYLES)} style scripts found"
 
 
-LOOP = """\
-import torch
-from torch import nn
-model = nn.Linear(4, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-criterion = nn.CrossEntropyLoss()
-for x, y in loader:
-{body}
-"""
-
-PAIRS = [
-    # (code, buggy body, correct body)
-    (
-        "TW104",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    opt.step()\n    loss.backward()",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()",
-    ),
-    (
-        "TW105",
-        "    loss = criterion(model(x), y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()",
-        "    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()\n    opt.zero_grad()",
-    ),
-    (
-        "TW102",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    opt.step()",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()",
-    ),
-    (
-        "TW103",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()",
-    ),
-    (
-        "TW109",
-        "    opt.zero_grad()\n    loss = torch.tensor(criterion(model(x), y).item(), requires_grad=True)\n    loss.backward()\n    opt.step()",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()",
-    ),
-    (
-        "TW110",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()\n    total += loss",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()\n    total += loss.item()",
-    ),
-    (
-        "TW301",
-        "    opt.zero_grad()\n    loss = criterion(model(x).softmax(dim=1), y)\n    loss.backward()\n    opt.step()",
-        "    opt.zero_grad()\n    loss = criterion(model(x).log_softmax(dim=1), y)\n    loss.backward()\n    opt.step()",
-    ),
-    (
-        "TW305",
-        "    opt.zero_grad()\n    loss = criterion(y, model(x))\n    loss.backward()\n    opt.step()",
-        "    opt.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()",
-    ),
-    (
-        "TW113",
-        "    opt = torch.optim.Adam(model.parameters())\n    opt.zero_grad()\n    criterion(model(x), y).backward()\n    opt.step()",
-        "    opt.zero_grad()\n    criterion(model(x), y).backward()\n    opt.step()",
-    ),
-]
+# -- every rule's own examples ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("code", "buggy", "correct"), PAIRS, ids=[p[0] for p in PAIRS])
-def test_rule_fires_on_its_bug_and_not_on_the_fix(code: str, buggy: str, correct: str):
-    assert code in codes(LOOP.format(body=buggy))
-    assert codes(LOOP.format(body=correct)) == {}
+def _examples(kind: str) -> list:
+    return [
+        pytest.param(rule, example, id=f"{rule.code}-{kind}{index}")
+        for rule in RULES
+        for index, example in enumerate(getattr(rule, kind))
+    ]
 
 
-def test_module_level_rules():
-    assert "TW501" in codes("import torch\nopt = torch.optim.Adam(m.parameters(), lr=0.5)\n")
-    assert codes("import torch\nopt = torch.optim.Adam(m.parameters(), lr=3e-4)\n") == {}
-    assert "TW601" in codes("import torch\nopt = torch.optim.Adam(p, lr=1e-3, eps=1e-16)\n")
-    assert "TW602" in codes("from torch import nn\nd = nn.Dropout(0.9)\n")
-    assert "TW603" in codes(
-        "import torch\nimport torch.nn.functional as F\nl = torch.log(F.softmax(z, dim=1))\n"
-    )
-    assert "TW607" in codes(
-        "from torch import nn\nm = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))\n"
-    )
-    assert "TW701" in codes(
-        "from torch.utils.data import DataLoader\ntrain_loader = DataLoader(train_ds, batch_size=8)\n"
-    )
-    assert "TW703" in codes("train_idx, val_idx = perm, perm[800:]\n")
-    assert "TW802" in codes("best_state = model.state_dict()\n")
+@pytest.mark.parametrize(("rule", "example"), _examples("invalid"))
+def test_invalid_example_is_reported_on_its_marked_lines(rule: LintRule, example: str):
+    source = example_source(example)
+    marked = marked_lines(example)
+    found = lint_source(source, "example.py")
+    assert [f.line for f in found if f.rule is rule] == marked
+    on_marked = {f.rule.code for f in found if f.line in marked}
+    assert on_marked == {rule.code}, f"other rules fire on the marked line: {on_marked}"
+
+
+@pytest.mark.parametrize(("rule", "example"), _examples("valid"))
+def test_valid_example_is_left_alone(rule: LintRule, example: str):
+    found = lint_source(example_source(example), "example.py", [rule])
+    assert [f.format() for f in found] == []
+
+
+def test_every_code_of_the_linter_is_still_there():
+    # Users filter on these codes (--select, noqa habits): none may vanish or be renumbered.
+    expected = {f"TW1{n:02d}" for n in range(1, 14)} | {f"TW20{n}" for n in range(1, 6)}
+    expected |= {f"TW30{n}" for n in range(1, 9)} | {"TW401", "TW402", "TW403", "TW501", "TW502"}
+    expected |= {f"TW60{n}" for n in range(1, 8)} | {f"TW70{n}" for n in range(1, 7)}
+    expected |= {"TW801", "TW802"}
+    assert {rule.code for rule in RULES} == expected
+    assert len(expected) == 46
+
+
+def test_every_rule_class_of_the_package_is_registered():
+    import importlib
+    import pkgutil
+
+    import experiments.bench.lint as package
+
+    declared = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        declared |= {
+            value
+            for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, LintRule) and value.code
+        }
+    assert declared == {type(rule) for rule in RULES}
+
+
+def test_a_rule_without_examples_is_refused_at_class_creation():
+    with pytest.raises(TypeError, match="valid and one invalid example"):
+
+        class Bare(LintRule):  # defining it is the test
+            """Doc."""
+
+            code = "TW999"
+            category = "gradient"
+            summary = "bare"
 
 
 def test_every_rule_has_a_code_category_and_unique_code():
@@ -207,7 +190,7 @@ def test_command_exit_statuses(tmp_path: Path, capsys):
     clean.write_text("x = 1\n")
     assert lint_main([str(buggy)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert f"{buggy}:25:9 TW101 " in out[1] or any(line.startswith(f"{buggy}:25:") for line in out)
+    assert any(line.startswith(f"{buggy}:25:") and " TW101 " in line for line in out), out
     assert all(line.split(" ")[1].startswith("TW") for line in out)
     assert lint_main([str(clean)]) == 0
     assert lint_main([str(tmp_path / "missing.py")]) == 2
@@ -219,3 +202,38 @@ def test_command_exit_statuses(tmp_path: Path, capsys):
     assert lint_main(["--select", "TW1", str(buggy)]) == 1
     assert all(" TW1" in line for line in capsys.readouterr().out.splitlines())
     assert lint_main(["--select", "ZZ9", str(buggy)]) == 2
+    assert lint_main(["--list-rules", "--select", "TW10"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].split()[:3] == ["TW101", "gradient", "high"] and len(listed) == 9
+
+
+TRAIN_WITH_IMPORTED_MODEL = """\
+import torch.nn.functional as F
+from model import Net
+
+model = Net()
+for data, target in loader:
+    output = model(data)
+    loss = F.nll_loss(output, target)
+"""
+MODEL_FILE = """\
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        x = self.fc(x)
+        return {end}
+"""
+
+
+@pytest.mark.parametrize(
+    ("end", "expected"), [("F.log_softmax(x, dim=1)", []), ("x", ["TW302"])], ids=["log", "raw"]
+)
+def test_nll_reads_the_forward_of_a_model_defined_in_another_file(tmp_path: Path, end, expected):
+    (tmp_path / "model.py").write_text(MODEL_FILE.format(end=end))
+    train = tmp_path / "train.py"
+    train.write_text(TRAIN_WITH_IMPORTED_MODEL)
+    found = lint_source(train.read_text(), str(train))
+    assert [(f.rule.code, f.line) for f in found] == [(code, 7) for code in expected]

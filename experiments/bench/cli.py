@@ -7,46 +7,22 @@ line on stderr, never a traceback).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-USAGE_ERROR = 2
-
-
-class UserError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise UserError(message)
-
-
-def _guard(prog: str, function, argv: Sequence[str] | None) -> int:
-    try:
-        return function(argv)
-    except UserError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return USAGE_ERROR
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-
+from experiments.cli_support import Parser, UserError, guarded
 
 # -- lint ------------------------------------------------------------------------------------
 
 
 def lint_main(argv: Sequence[str] | None = None) -> int:
     """``trainwreck lint FILE...``: 0 when clean, 1 when there are findings, 2 on user errors."""
-    return _guard("trainwreck lint", _lint, argv)
+    return guarded("trainwreck lint", _lint, argv)
 
 
 def _lint(argv: Sequence[str] | None) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck lint", description="Lint PyTorch training loops (TW### codes)."
     )
     parser.add_argument("files", nargs="*", metavar="FILE")
@@ -65,7 +41,8 @@ def _lint(argv: Sequence[str] | None) -> int:
     if args.list_rules:
         for rule in rules:
             print(
-                f"{rule.code}  {rule.category:<10}  {rule.summary}  [{', '.join(rule.operators) or '-'}]"
+                f"{rule.code}  {rule.category:<10}  {rule.confidence:<6}  {rule.summary}"
+                f"  [{', '.join(rule.operators) or '-'}]"
             )
         return 0
     if not args.files:
@@ -97,7 +74,7 @@ def _lint(argv: Sequence[str] | None) -> int:
 def bench_main(argv: Sequence[str] | None = None) -> int:
     """``trainwreck bench [--detector NAME ...]``, ``bench export DIR``, ``bench detectors``,
     ``bench install-tool NAME``."""
-    return _guard("trainwreck bench", _bench, argv)
+    return guarded("trainwreck bench", _bench, argv)
 
 
 def _bench(argv: Sequence[str] | None) -> int:
@@ -112,7 +89,7 @@ def _bench(argv: Sequence[str] | None) -> int:
 
 
 def _score(argv: list[str]) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck bench", description="Score bug detectors against known mutants."
     )
     parser.add_argument(
@@ -151,6 +128,7 @@ def _score(argv: list[str]) -> int:
     from experiments.bench import score
     from experiments.bench.api import get_detector
     from experiments.bench.corpus import reference_loops, run_cases, source_cases
+    from experiments.bench.progress import progress_printer
 
     options = _options(args.option)
     try:
@@ -169,9 +147,8 @@ def _score(argv: list[str]) -> int:
             cases = run_cases(results_dir, args.loops)
             if not cases:
                 print(f"{detector.name}: no stored runs under {results_dir}/runs", file=sys.stderr)
-        report = score.run_detector(detector, cases, args.timeout, _progress(detector.name))
+        report = score.run_detector(detector, cases, args.timeout, progress_printer(detector.name))
         reports.append(report)
-        print(file=sys.stderr)
     written = score.write_leaderboard(reports, results_dir / "bench", args.line_tolerance)
     print(
         score.markdown_table(
@@ -237,16 +214,8 @@ def _options(items: list[str]) -> dict[str, dict[str, str]]:
     return options
 
 
-def _progress(name: str):
-    def report(done: int, total: int) -> None:
-        if done == total or done % 10 == 0:
-            print(f"\r{name}: {done}/{total}", end="", file=sys.stderr, flush=True)
-
-    return report
-
-
 def _export(argv: list[str]) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="trainwreck bench export", description="Write a self-contained benchmark bundle."
     )
     parser.add_argument("out", metavar="DIR")

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.bench.api import RunInput, ScriptInput
+from experiments.loops import loop_paths
 from experiments.trace import RESULT_FILE, read_trace
 
-ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_LOOPS = ROOT / "reference_loops"
 CLEAN = "none"
 
 
@@ -57,18 +56,7 @@ class Case:
         return RunInput(list(read_trace(self.run_folder)), self.result, self.run_folder)
 
 
-def reference_loops(
-    names: Sequence[str] | None = None, folder: Path = REFERENCE_LOOPS
-) -> list[Path]:
-    """The reference loop files, optionally only those named (by stem)."""
-    paths = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
-    if names:
-        known = {p.stem: p for p in paths}
-        missing = [name for name in names if name not in known]
-        if missing:
-            raise KeyError(f"unknown loop {missing[0]!r} (known: {', '.join(known) or 'none'})")
-        paths = [known[name] for name in names]
-    return paths
+reference_loops = loop_paths  # the benchmark's name for the one list of loops
 
 
 def loop_argv(epochs: int, seed: int, device: str = "cpu") -> tuple[str, ...]:

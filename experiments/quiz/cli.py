@@ -16,26 +16,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from experiments.cli_support import Parser, guarded
 from experiments.quiz.draw import LEVELS, MAX_BUGS, MIN_BUGS, QuizError
 
 PROG = "trainwreck quiz"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise QuizError(message)
-
-
 def quiz_main(argv: Sequence[str]) -> int:
     argv = list(argv)
     commands = {"answer": _answer, "grade": _grade, "interactions": _interactions}
-    try:
-        if argv and argv[0] in commands:
-            return commands[argv[0]](argv[1:])
-        return _make(argv)
-    except QuizError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
+    if argv and argv[0] in commands:
+        return guarded(PROG, commands[argv[0]], argv[1:])
+    return guarded(PROG, _make, argv)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +59,7 @@ def _seeds(count: int) -> tuple[int, ...]:
 
 
 def _make(argv: list[str]) -> int:
-    parser = _Parser(prog=PROG, description="Write a practice training loop with several bugs.")
+    parser = Parser(prog=PROG, description="Write a practice training loop with several bugs.")
     _common(parser)
     parser.add_argument("--bugs", type=int, default=3, help=f"{MIN_BUGS}-{MAX_BUGS} (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="which quiz (default 0)")
@@ -101,7 +93,7 @@ def _make(argv: list[str]) -> int:
 
 
 def _answer(argv: list[str]) -> int:
-    parser = _Parser(prog=f"{PROG} answer", description="Print a quiz's answer key.")
+    parser = Parser(prog=f"{PROG} answer", description="Print a quiz's answer key.")
     parser.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
     from experiments.quiz.key import ANSWER_MARKDOWN, key_markdown, read_key
@@ -113,7 +105,7 @@ def _answer(argv: list[str]) -> int:
 
 
 def _grade(argv: list[str]) -> int:
-    parser = _Parser(prog=f"{PROG} grade", description="Score an answer against the key.")
+    parser = Parser(prog=f"{PROG} grade", description="Score an answer against the key.")
     parser.add_argument("folder", type=Path)
     given = parser.add_mutually_exclusive_group(required=True)
     given.add_argument("--lines", help="line numbers, most harmful bug first: 12,31,40")
@@ -135,7 +127,7 @@ def _grade(argv: list[str]) -> int:
 
 
 def _interactions(argv: list[str]) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog=f"{PROG} interactions",
         description="Measure how pairs of bugs combine (masks, amplifies, adds, independent).",
     )

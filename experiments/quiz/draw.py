@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from experiments.cli_support import UserError
 from mutator import MutationError, SourceFile
 from mutator.engine import Mutant, Site
 
@@ -35,7 +36,7 @@ DRAW_ATTEMPTS = 400
 Severity = Callable[[Site], str]
 
 
-class QuizError(ValueError):
+class QuizError(UserError, ValueError):
     """A request that cannot be met (bad level, bug count, no fitting draw): one line."""
 
 

@@ -34,6 +34,12 @@ import pandas as pd
 from experiments.files import write_text_atomic
 from experiments.quiz.draw import LEVELS, QuizError, draw, strip_comments
 from experiments.quiz.measure import Measurement, QuizLoop, Variant, measure, quiz_loop
+from experiments.report.interactions import (
+    CSV_FILE,
+    MARKDOWN_FILE,
+    TOLERANCE,
+    interactions_markdown,
+)
 from experiments.sweep import Loop
 from mutations.registry import all_operators
 from mutator import MutationError, SourceFile
@@ -48,10 +54,7 @@ CLASSIC = (
 )
 CLASSIC_SCRIPT = Path(__file__).resolve().parent / "classic_loop.py"
 CLASSIC_LOOP_NAME = "classic_digits"
-TOLERANCE = 0.1
 STABLE_SHARE = 0.5
-CSV_FILE = "interactions.csv"
-MARKDOWN_FILE = "interactions.md"
 COLUMNS = [
     "loop",
     "origin",
@@ -304,32 +307,6 @@ def _classic_row(
         seeds=len(seeds),
     )
     return pd.DataFrame([row], columns=COLUMNS)
-
-
-def interactions_markdown(frame: pd.DataFrame) -> str:
-    """The section for study.md / report.html: one table, the rule in one paragraph."""
-    lines = [
-        "## Interactions between bugs",
-        "",
-        "Impact = share of the correct loop's progress lost (validation metric over chance,",
-        "or loss drop), median over seeds. Two independent bugs would lose",
-        f"`1 - (1-a)(1-b)`; more than that (+{TOLERANCE}) amplifies, less masks, as expected",
-        "adds; a pair that shows none of one bug's own symptoms masks it too.",
-        "",
-        "| loop | from | A | B | relation | hidden | a | b | A+B | expected | symptoms A+B |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in frame.itertuples(index=False):
-        lines.append(
-            f"| {row.loop} | {row.origin} | {row.a} | {row.b} | {row.relation} | {row.hidden} "
-            f"| {_num(row.impact_a)} | {_num(row.impact_b)} | {_num(row.impact_ab)} "
-            f"| {_num(row.expected_ab)} | {row.labels_ab} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _num(value: object) -> str:
-    return f"{value:.2f}" if isinstance(value, int | float) else ""
 
 
 def write_interactions(results_dir: str | Path, frame: pd.DataFrame) -> list[Path]:

@@ -25,7 +25,7 @@ from experiments.report.svg import Series, band_svg
 from experiments.symptoms import SEVERITY_ORDER, SUMMARY_FEATURES
 
 if TYPE_CHECKING:
-    from experiments.catalog import CatalogTables
+    from experiments.report.tables import CatalogTables
 
 TABLE_COLUMNS = (
     # (symptoms column, header, kind)

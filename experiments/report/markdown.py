@@ -10,7 +10,7 @@ import pandas as pd
 from experiments.symptoms import NOOP, SEVERITY_ORDER
 
 if TYPE_CHECKING:
-    from experiments.catalog import CatalogTables
+    from experiments.report.tables import CatalogTables
 
 SYMPTOM_COLUMNS = (
     ("variant", "mutant"),

@@ -23,7 +23,9 @@ Public API (import from ``mutator.semantics``):
   (+ ``CLASS_INDEX_LOSS_NAMES``, ``has_class_index_loss``), ``loss_call_kind``,
   ``looks_like_loss_call``, ``loss_input``/``loss_target``.
 - optimizers and schedulers (``optim``): ``OPTIMIZER_CLASSES``, ``SCHEDULER_CLASSES``,
-  ``optimizer_class``, ``receiver_kind``, ``is_optimizer_step``, ``is_scheduler_step``.
+  ``optimizer_class``, ``receiver_kind``, ``is_optimizer_step``, ``is_scheduler_step``;
+  ``ADAPTIVE_OPTIMIZERS``/``adaptive_optimizer``; hand-written updates (``manual_updates``,
+  ``reads_grad``) and closures handed to ``step`` (``step_closures``).
 - grad mode (``grad_mode``): ``grad_switch`` (False off / True on / None no effect),
   ``disables_grad``, ``in_no_grad`` (innermost switch decides; ``inference_mode(False)``
   does not re-enable gradients, ``set_grad_enabled(False)`` disables them).
@@ -95,9 +97,11 @@ from mutator.semantics.losses import (
     CLASS_INDEX_LOSS_NAMES,
     CLASS_INDEX_LOSSES,
     FUNCTIONAL_LOSSES,
+    LOGITS_LOSSES,
     LOSS_CLASSES,
     REGRESSION_LOSSES,
     criterion_calls,
+    forward_returns_log_probs,
     functional_loss_kind,
     has_class_index_loss,
     is_pure,
@@ -113,6 +117,7 @@ from mutator.semantics.losses import (
 )
 from mutator.semantics.models import (
     MODULE_PASSTHROUGH,
+    class_named,
     is_model,
     is_module_class,
     module_constructors,
@@ -129,15 +134,20 @@ from mutator.semantics.names import (
     resolve,
 )
 from mutator.semantics.optim import (
+    ADAPTIVE_OPTIMIZERS,
     OPTIMIZER_CLASSES,
     SCHEDULER_CLASSES,
     SCHEDULER_MODULE,
+    adaptive_optimizer,
     class_kind,
     constructor_kind,
     is_optimizer_step,
     is_scheduler_step,
+    manual_updates,
     optimizer_class,
+    reads_grad,
     receiver_kind,
+    step_closures,
 )
 from mutator.semantics.scope import (
     Assignment,
@@ -183,6 +193,7 @@ from mutator.semantics.syntax import (
 )
 
 __all__ = [
+    "ADAPTIVE_OPTIMIZERS",
     "ALL_FUNCTIONAL_LOSSES",
     "BINARY_LOSSES",
     "CLASS_INDEX_LOSSES",
@@ -194,6 +205,7 @@ __all__ = [
     "HELD_OUT",
     "INFERENCE_MODE",
     "LABEL_WORDS",
+    "LOGITS_LOSSES",
     "LOSS_CLASSES",
     "MODULE_PASSTHROUGH",
     "NO_GRAD",
@@ -207,6 +219,7 @@ __all__ = [
     "ImportBinding",
     "ImportTable",
     "Resolution",
+    "adaptive_optimizer",
     "argument_values",
     "as_factor",
     "as_receiver",
@@ -216,6 +229,7 @@ __all__ = [
     "bound_target",
     "callee_name",
     "class_kind",
+    "class_named",
     "closed_args",
     "code_of",
     "compact_code",
@@ -228,6 +242,7 @@ __all__ = [
     "enclosing_function",
     "expression_call",
     "find_arg",
+    "forward_returns_log_probs",
     "fresh_name",
     "function_call",
     "functional_loss_kind",
@@ -266,6 +281,7 @@ __all__ = [
     "loss_input",
     "loss_site_kind",
     "loss_target",
+    "manual_updates",
     "mentions",
     "method_call",
     "method_name",
@@ -285,6 +301,7 @@ __all__ = [
     "per_module",
     "per_node",
     "positional_args",
+    "reads_grad",
     "receiver",
     "receiver_kind",
     "renamed_callee",
@@ -296,6 +313,7 @@ __all__ = [
     "split_role_of",
     "start_of",
     "starts_before",
+    "step_closures",
     "unpacked_values",
     "unwrap_calls",
     "uses_loss",

@@ -245,3 +245,35 @@ def has_class_index_loss(ctx: Context) -> bool:
         resolve(call, ctx, strict=False).matches(CLASS_INDEX_LOSS_NAMES)
         for call in ctx.nodes(cst.Call)
     )
+
+
+# Losses that apply softmax / sigmoid themselves and so expect raw logits (loss class names
+# as ``patterns.loss_call_kind`` returns them, for the class and the functional form).
+LOGITS_LOSSES = frozenset({"CrossEntropyLoss", "BCEWithLogitsLoss"})
+
+
+def forward_returns_log_probs(cls: cst.ClassDef, ctx: Context) -> bool | None:
+    """Does the class's ``forward`` end in log-softmax (``return F.log_softmax(x, 1)``, a
+    ``nn.LogSoftmax`` module, or a name assigned from one)? None when it has no ``forward``
+    or returns nothing we can read."""
+    forwards = [
+        f
+        for f in ctx.nodes_within(cls, cst.FunctionDef)
+        if f.name.value == "forward" and ctx.enclosing(f, cst.ClassDef) is cls  # type: ignore[attr-defined]
+    ]
+    if len(forwards) != 1:
+        return None
+    returns = [r.value for r in ctx.nodes_within(forwards[0], cst.Return) if r.value is not None]  # type: ignore[attr-defined]
+    if not returns:
+        return None
+    for value in returns:
+        values = [value]
+        if isinstance(value, cst.Name):
+            values = [
+                a.value  # type: ignore[attr-defined]
+                for a in ctx.nodes_within(forwards[0], cst.Assign)
+                if any(dotted_name(t.target) == value.value for t in a.targets)  # type: ignore[attr-defined]
+            ] or values
+        if not any(log_softmax_input(v, ctx) is not None for v in values):
+            return False
+    return True

@@ -176,3 +176,9 @@ def module_constructors(
         for value in values_of(func, ctx, at)
         if isinstance(value, cst.Call) and nn_class(value, ctx, classes)
     ]
+
+
+def class_named(ctx: Context, name: str) -> cst.ClassDef | None:
+    """The module-level-or-nested ``class <name>`` this module defines, if exactly one."""
+    found = [c for c in ctx.nodes(cst.ClassDef) if c.name.value == name]  # type: ignore[attr-defined]
+    return found[0] if len(found) == 1 else None  # type: ignore[return-value]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from mutator.context import Context
-from mutator.semantics.cache import per_node
+from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import assigned_values
 from mutator.semantics.syntax import (
@@ -148,3 +149,56 @@ def is_scheduler_step(statement: cst.CSTNode, ctx: Context) -> bool:
     """``scheduler.step()`` (or ``scheduler.step(val_loss)``) of an LR scheduler."""
     stepped = method_statement_receiver(statement, "step")
     return stepped is not None and receiver_kind(stepped, ctx) == "scheduler"
+
+
+# Optimizers that normalise the step by a running second moment: their useful learning
+# rates are ~1e-4..3e-3, a hundred times below SGD's, and a tiny ``eps`` makes them explode.
+ADAPTIVE_OPTIMIZERS = frozenset({"Adam", "AdamW", "NAdam", "RAdam", "Adamax", "Adagrad", "RMSprop"})
+
+
+def adaptive_optimizer(call: cst.CSTNode, ctx: Context) -> str | None:
+    """``"Adam"`` for ``optim.Adam(...)`` (any alias) when it is adaptive, else None."""
+    name = optimizer_class(call, ctx)
+    return name if name in ADAPTIVE_OPTIMIZERS else None
+
+
+def reads_grad(expr: cst.CSTNode) -> bool:
+    """Does ``expr`` read some tensor's ``.grad`` (``p.grad``, ``param.grad.data``)?"""
+    return bool(m.findall(expr, m.Attribute(attr=m.Name("grad"))))
+
+
+# In-place tensor methods a hand-written optimizer updates parameters with.
+_UPDATE_METHODS = frozenset({"add_", "sub_", "addcdiv_", "addcmul_", "copy_"})
+
+
+@per_module
+def manual_updates(ctx: Context) -> list[cst.CSTNode]:
+    """Parameter updates written by hand from gradients, the optimizer step of scripts that
+    use none: ``p -= lr * p.grad``, ``p.data.add_(p.grad, alpha=-lr)``,
+    ``p.data = p.data - lr * p.grad``."""
+    found: list[cst.CSTNode] = []
+    for node in ctx.nodes(cst.AugAssign):
+        if reads_grad(node.value):  # type: ignore[attr-defined]
+            found.append(node)
+    for node in ctx.nodes(cst.Assign):
+        targets = [dotted_name(t.target) or "" for t in node.targets]  # type: ignore[attr-defined]
+        if any(t.endswith(".data") for t in targets) and reads_grad(node.value):  # type: ignore[attr-defined]
+            found.append(node)
+    for call in ctx.nodes(cst.Call):
+        if method_name(call) in _UPDATE_METHODS and any(reads_grad(a.value) for a in call.args):  # type: ignore[attr-defined]
+            found.append(call)
+    return found
+
+
+def step_closures(ctx: Context) -> set[str]:
+    """Names of local functions handed to ``.step(...)`` as a closure (LBFGS): the step
+    runs them, so their backward() has its optimizer step outside them."""
+    names = set()
+    for call in ctx.nodes(cst.Call):
+        if method_name(call) == "step":  # type: ignore[arg-type]
+            for arg in call.args:  # type: ignore[attr-defined]
+                if isinstance(arg.value, cst.Name) and (
+                    arg.keyword is None or arg.keyword.value == "closure"
+                ):
+                    names.add(arg.value.value)
+    return names

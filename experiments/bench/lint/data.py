@@ -1,0 +1,253 @@
+"""Data rules: shuffling, targets that equal inputs, leaky splits, corrupted labels,
+mixed batch dimensions."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from experiments.bench.lint.rule import LintRule, Report
+from experiments.bench.lint.script import Script
+from mutator.semantics import (
+    callee_name,
+    dotted_name,
+    find_arg,
+    has_star_args,
+    is_data_loader,
+    is_false,
+    is_label_name,
+    method_name,
+    number_value,
+)
+
+
+class TrainLoaderNotShuffled(LintRule):
+    """A DataLoader over training data (by its dataset's or its own name) without
+    ``shuffle=True`` and without a sampler: every epoch sees the same order. Silent when
+    arguments arrive through ``*args``/``**kwargs`` (``DataLoader(ds, **train_kwargs)``):
+    shuffle may be in there."""
+
+    code = "TW701"
+    category = "data"
+    summary = "training loader not shuffled"
+    operators = ("no_shuffle",)
+    confidence = "medium"
+    invalid = (
+        """
+        from torch.utils.data import DataLoader
+        train_loader = DataLoader(train_ds, batch_size=8)  # <-
+        """,
+    )
+    valid = (
+        """
+        from torch.utils.data import DataLoader
+        train_loader = DataLoader(train_ds, batch_size=8, shuffle=True)
+        val_loader = DataLoader(val_ds, batch_size=8)
+        """,
+        """
+        from torch.utils.data import DataLoader
+        train_kwargs = {"batch_size": 64}
+        accel_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}
+        train_kwargs.update(accel_kwargs)
+        train_loader = DataLoader(train_ds, **train_kwargs)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            if not call.args or not is_data_loader(call, script.ctx):
+                continue
+            dataset = script.ctx.code(call.args[0].value).lower()
+            statement = script.ctx.statement_of(call)
+            assigned = script.ctx.code(statement).split("=", 1)[0].lower() if statement else ""
+            if "train" not in dataset and "train" not in assigned:
+                continue
+            if find_arg(call, keyword="sampler") or find_arg(call, keyword="batch_sampler"):
+                continue
+            shuffle = find_arg(call, keyword="shuffle", position=2)
+            if shuffle is None and has_star_args(call):
+                continue  # shuffle may arrive in the unpacked arguments: cannot know
+            if shuffle is None or is_false(shuffle.value):
+                yield call, "training DataLoader without shuffle=True"
+
+
+class IdenticalInputsAndTargets(LintRule):
+    """Targets built exactly like the inputs (``x, y = seq[:, :-1], seq[:, :-1]``): there is
+    nothing to predict."""
+
+    code = "TW702"
+    category = "data"
+    summary = "targets equal inputs"
+    operators = ("unshifted_lm_targets",)
+    invalid = (
+        """
+        x, y = seq[:, :-1], seq[:, :-1]  # <-
+        """,
+        """
+        def batch(i):  # <-
+            x = data[i : i + 8]
+            y = data[i : i + 8]
+            return x, y
+        """,
+    )
+    valid = (
+        """
+        x, y = seq[:, :-1], seq[:, 1:]
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for assign in script.ctx.nodes(cst.Assign):
+            target, value = assign.targets[0].target, assign.value
+            if (
+                isinstance(target, cst.Tuple)
+                and isinstance(value, cst.Tuple)
+                and len(value.elements) == 2
+                and len(target.elements) == 2
+            ):
+                names = [dotted_name(e.value) or "" for e in target.elements]
+                codes = [script.ctx.code(e.value) for e in value.elements]
+                if is_label_name(names[1]) and codes[0] == codes[1]:
+                    yield (
+                        assign,
+                        f"{names[1]} is the same slice as {names[0]}: targets equal the inputs",
+                    )
+        for function in script.ctx.nodes(cst.FunctionDef):
+            values = {}
+            for name in ("x", "y"):
+                found = [
+                    v
+                    for where, v in script.assignments.get(name, [])
+                    if script.unit(where) is function
+                ]
+                if len(found) == 1:
+                    values[name] = script.ctx.code(found[0])
+            if len(values) == 2 and values["x"] == values["y"]:
+                yield function, "targets y are built exactly like inputs x: nothing to predict"
+
+
+class LeakySplit(LintRule):
+    """``train, val = perm, perm[n:]``: the training part is the whole set."""
+
+    code = "TW703"
+    category = "data"
+    summary = "train split overlaps validation"
+    operators = ("train_val_leakage",)
+    invalid = (
+        """
+        train_idx, val_idx = perm, perm[800:]  # <-
+        """,
+    )
+    valid = (
+        """
+        train_idx, val_idx = perm[:800], perm[800:]
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for assign in script.ctx.nodes(cst.Assign):
+            target, value = assign.targets[0].target, assign.value
+            if not (isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple)):
+                continue
+            if len(target.elements) != len(value.elements):
+                continue
+            pairs = {
+                dotted_name(t.value) or "": v.value for t, v in zip(target.elements, value.elements)
+            }
+            for name, expr in pairs.items():
+                if "train" not in name.lower() or not isinstance(expr, cst.Name):
+                    continue
+                for other, other_expr in pairs.items():
+                    if (
+                        re.search("val|test", other.lower())
+                        and isinstance(other_expr, cst.Subscript)
+                        and dotted_name(other_expr.value) == expr.value
+                    ):
+                        yield (
+                            assign,
+                            f"{name} is all of {expr.value} while {other} is a slice of it",
+                        )
+
+
+class CorruptedLabels(LintRule):
+    """Labels rolled, permuted or randomised against their inputs in a TensorDataset, or a
+    ``__getitem__`` that pairs an input with its neighbour's label."""
+
+    code = "TW704"
+    category = "data"
+    summary = "labels corrupted"
+    operators = ("shift_labels", "shuffle_labels", "label_noise")
+    invalid = (
+        """
+        ds = TensorDataset(x, y.roll(1))  # <-
+        """,
+        """
+        ds = TensorDataset(x, y[torch.randperm(len(y))])  # <-
+        """,
+        """
+        class Pairs(Dataset):
+            def __getitem__(self, i):
+                return self.x[i], self.y[i + 1]  # <-
+        """,
+    )
+    valid = (
+        """
+        ds = TensorDataset(x, y)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            if callee_name(call) != "TensorDataset" or len(call.args) < 2:
+                continue
+            labels = script.ctx.code(call.args[-1].value)
+            if ".roll(" in labels:
+                yield call, "labels are rolled against their inputs (off by one)"
+            elif "randperm" in labels:
+                yield call, "labels are permuted separately from their inputs"
+            elif "randint_like" in labels or "randint(" in labels:
+                yield call, "random labels are mixed into the training labels"
+        for function in script.functions.get("__getitem__", []):
+            for node in script.ctx.nodes_within(function, cst.Subscript):
+                if re.fullmatch(r"self\.\w+\[\w+ [-+] 1\]", script.ctx.code(node)):
+                    yield node, "__getitem__ pairs an input with a neighbour's label"
+
+
+class MixedBatchDims(LintRule):
+    """A reshape/view right after moving dimension 0 (the batch) elsewhere: samples mix
+    within the batch."""
+
+    code = "TW706"
+    category = "data"
+    summary = "batch dimension mixed"
+    operators = ("mix_batch_dims",)
+    invalid = (
+        """
+        flat = x.transpose(0, 1).reshape(batch_size, -1)  # <-
+        """,
+    )
+    valid = (
+        """
+        flat = x.reshape(batch_size, -1)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            if method_name(call) not in {"reshape", "view"} or not isinstance(
+                call.func, cst.Attribute
+            ):
+                continue
+            inner = call.func.value
+            if isinstance(inner, cst.Call) and method_name(inner) in {
+                "movedim",
+                "transpose",
+                "permute",
+            }:
+                first = inner.args[0].value if inner.args else None
+                if first is not None and number_value(first) == 0:
+                    yield (
+                        call,
+                        "batch dimension moved before a reshape: samples mix within the batch",
+                    )

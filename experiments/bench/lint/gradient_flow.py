@@ -1,0 +1,255 @@
+"""Gradient rules about what the gradients reach: detached losses, kept graphs, frozen
+parameters, clipping that never happens."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from experiments.bench.lint.facts import backwarded_names, uses_bare
+from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_training_script
+from experiments.bench.lint.script import Script
+from mutator.semantics import dotted_name, find_arg, method_name
+
+_CLIP_SETTING = re.compile(r"(clip|max_grad_norm|grad_norm)", re.IGNORECASE)
+
+
+class UnusedClipSetting(LintRule):
+    """A clipping threshold is configured (a module constant or a command-line option) but
+    nothing clips: the clip call was lost."""
+
+    code = "TW108"
+    category = "gradient"
+    summary = "clip threshold set but no clipping"
+    operators = ("drop_grad_clipping",)
+    confidence = "medium"
+    invalid = (
+        """
+        max_grad_norm = 1.0  # <-
+        for x, y in loader:
+            step(x, y)
+        """,
+        """
+        parser.add_argument("--clip", type=float, default=1.0)  # <-
+        """,
+    )
+    valid = (
+        """
+        from torch import nn
+        max_grad_norm = 1.0
+        for x, y in loader:
+            nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        if script.calls_of("clip"):
+            return
+        for assign in script.ctx.nodes(cst.Assign):
+            for target in assign.targets:
+                name = dotted_name(target.target)
+                if name and _CLIP_SETTING.search(name) and script.unit(assign) is script.ctx.module:
+                    yield assign, f"{name} is set but gradients are never clipped"
+        for call in script.calls:
+            if method_name(call) == "add_argument" and call.args:
+                flag = call.args[0].value
+                if isinstance(flag, cst.SimpleString) and _CLIP_SETTING.search(
+                    flag.evaluated_value or ""
+                ):
+                    yield (
+                        call,
+                        f"option {flag.evaluated_value} is parsed but gradients are never clipped",
+                    )
+
+
+class DetachedLoss(LintRule):
+    """backward() on a loss rebuilt from ``.item()``, ``.detach()`` or ``.data``: no
+    gradient reaches the model."""
+
+    code = "TW109"
+    category = "gradient"
+    summary = "loss detached from the graph"
+    operators = ("loss_from_item",)
+    invalid = (
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                loss = torch.tensor(criterion(model(x), y).item(), requires_grad=True)
+                loss.backward()  # <-
+                opt.step()
+            """
+        ),
+    )
+    valid = (CORRECT_LOOP,)
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls_of("backward"):
+            if not isinstance(call.func, cst.Attribute):
+                continue
+            receiver = call.func.value
+            if (
+                isinstance(receiver, cst.Call)
+                and method_name(receiver) == "scale"
+                and receiver.args
+            ):
+                receiver = receiver.args[0].value  # scaler.scale(loss).backward()
+            code = script.ctx.code(script.value_of(receiver, call))
+            if re.search(r"\.item\(\)|\.detach\(\)|\.data\b", code):
+                yield (
+                    call,
+                    "backward() on a loss rebuilt from .item()/.detach(): no gradient reaches the model",
+                )
+
+
+class LossKeptWithGraph(LintRule):
+    """A running total or a list keeps the loss tensor itself: every step's graph stays
+    alive and memory grows."""
+
+    code = "TW110"
+    category = "gradient"
+    summary = "loss tensor kept across steps"
+    operators = ("accumulate_loss_graph",)
+    invalid = (
+        in_training_script(
+            """
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                total += loss  # <-
+            """
+        ),
+        in_training_script(
+            """
+            history = []
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                history.append(loss)  # <-
+            """
+        ),
+    )
+    valid = (
+        in_training_script(
+            """
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                total += loss.item()
+            """
+        ),
+    )
+
+    def check(self, script: Script) -> Report:
+        backwarded = backwarded_names(script)
+        for node in script.ctx.nodes(cst.AugAssign):
+            if isinstance(node.operator, cst.AddAssign) and uses_bare(node.value, backwarded):
+                yield (
+                    node,
+                    "running total keeps the loss tensor (use loss.item()): every graph stays alive",
+                )
+        for call in script.calls:
+            if (
+                method_name(call) == "append"
+                and call.args
+                and uses_bare(call.args[0].value, backwarded)
+            ):
+                yield call, "appending the loss tensor (use loss.item()): every graph stays alive"
+
+
+class PartialParameters(LintRule):
+    """The optimizer is given a slice of ``parameters()``: the rest never trains."""
+
+    code = "TW111"
+    category = "gradient"
+    summary = "optimizer on a slice of the parameters"
+    operators = ("optimizer_partial_params",)
+    invalid = (
+        """
+        import torch
+        opt = torch.optim.SGD(list(model.parameters())[:2], lr=0.1)  # <-
+        """,
+    )
+    valid = (
+        """
+        import torch
+        opt = torch.optim.SGD(list(model.parameters()), lr=0.1)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            if "optim" not in " ".join(script.qualified(call.func)) or not call.args:
+                continue
+            params = find_arg(call, keyword="params", position=0)
+            sliced = params is not None and isinstance(params.value, cst.Subscript)
+            if sliced and "parameters()" in script.ctx.code(params.value):
+                yield call, "optimizer gets a slice of the parameters: the rest never trains"
+
+
+class DetachInForward(LintRule):
+    """``detach()`` inside a ``forward`` method: the layers before it stop learning."""
+
+    code = "TW112"
+    category = "gradient"
+    summary = "detach inside forward"
+    operators = ("detach_hidden",)
+    confidence = "medium"
+    invalid = (
+        """
+        class Net(nn.Module):
+            def forward(self, x):
+                h = self.body(x).detach()  # <-
+                return self.head(h)
+        """,
+    )
+    valid = (
+        """
+        class Net(nn.Module):
+            def forward(self, x):
+                h = self.body(x)
+                return self.head(h)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for function in script.functions.get("forward", []):
+            for call in script.calls:
+                if method_name(call) == "detach" and script.ctx.within(function, call):
+                    yield call, "detach() inside forward(): the layers before it stop learning"
+
+
+class OptimizerInLoop(LintRule):
+    """A ``torch.optim`` optimizer is built inside the loop that calls backward(): its
+    state (momentum, Adam moments) resets every iteration."""
+
+    code = "TW113"
+    category = "optim"
+    summary = "optimizer built inside the loop"
+    invalid = (
+        in_training_script(
+            """
+            for x, y in loader:
+                opt = torch.optim.Adam(model.parameters())  # <-
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            """
+        ),
+    )
+    valid = (CORRECT_LOOP,)
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            names = script.qualified(call.func)
+            if not any(n.startswith("torch.optim.") and "lr_scheduler" not in n for n in names):
+                continue
+            scope = script.scope(call)
+            if isinstance(scope, (cst.For, cst.While)) and script.calls_of("backward", scope):
+                yield (
+                    call,
+                    "optimizer built inside the training loop: its state resets every iteration",
+                )

@@ -1,0 +1,44 @@
+"""What every ``trainwreck`` command shares: the user-error type, an argparse parser that
+raises it, and the guard that turns it into one line on stderr and exit status 2.
+
+Domain errors (``QuizError``, ``CatalogError``) subclass ``UserError``, so one guard
+reports them all the same way and never prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+USAGE_ERROR = 2
+INTERRUPTED = 130
+
+_Argv = TypeVar("_Argv", bound=Sequence[str] | None)
+
+
+class UserError(Exception):
+    """A mistake in the command line or its inputs: reported in one line, exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are UserErrors (one line, exit 2, no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UserError(message)
+
+
+def guarded(prog: str, command: Callable[[_Argv], int], argv: _Argv) -> int:
+    """Run ``command(argv)``; a UserError becomes ``PROG: error: ...`` and exit 2, Ctrl-C
+    exit 130, a closed pipe (``| head``) a quiet 0."""
+    try:
+        return command(argv)
+    except UserError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        return 0
