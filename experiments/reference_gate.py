@@ -15,6 +15,7 @@ that loop's mutants by exact differences and says why.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -75,8 +76,8 @@ def seed_note(loop: str, seeds: Sequence[int]) -> str:
     return (
         f"{loop}: the reference gives identical curves on seeds {list(seeds)} (the script "
         f"seeds itself), so mutants are compared by exact differences, not effect sizes; "
-        f"to vary the seed, pass it to the script: loop.seed_arg=--seed (or --seed= for "
-        f"--seed=0)"
+        f"to vary the seed, pass it to the script: loop.seed_arg=--seed (and "
+        f"loop.flag_style=equals for --seed=0)"
     )
 
 
@@ -145,13 +146,31 @@ def _curve(folder: str | None) -> list[Any]:
 
 
 def stderr_tail(folder: str | None, count: int = STDERR_LINES) -> list[str]:
+    """The last lines of a run's stderr, without the traceback frames of the harness and
+    the standard library (the script's own frames and its last words stay)."""
     if not folder:
         return []
     try:
         text = (Path(folder) / "stderr.txt").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    return [line.rstrip() for line in text.splitlines() if line.strip()][-count:]
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        if line.startswith('  File "'):
+            skipping = any(part in line for part in _HIDDEN_FRAMES)
+        elif not line.startswith("    "):
+            skipping = False
+        if line.strip() and not skipping:
+            kept.append(line.rstrip())
+    return kept[-count:]
+
+
+# Frames a user does not need to see: the harness running the script, the standard library.
+_HIDDEN_FRAMES = (
+    str(Path(__file__).resolve().parent / "harness"),
+    str(Path(os.__file__).resolve().parent) + os.sep,
+)
 
 
 def gated_sweep(specs: Sequence[RunSpec], run: Any, say: Any = print) -> list[dict[str, Any]]:

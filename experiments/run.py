@@ -59,8 +59,9 @@ class LoopConfig:
     mutate: list[str] = field(default_factory=list)
     epochs: int | None = None
     epochs_arg: str | None = "--epochs"  # null: the script takes no such argument
-    seed_arg: str | None = "--seed"  # "--seed=" passes one token, --seed=0
+    seed_arg: str | None = "--seed"
     device_arg: str | None = "--device"
+    flag_style: str = "space"  # "space": --seed 0; "equals": --seed=0 (configurator style)
     n_classes: int | None = None  # for the catalog's chance-level checks
     expected_initial_loss: float | None = None
 
@@ -150,6 +151,7 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
         # Relative to where the sweep was launched (a launcher may run the job elsewhere).
         cwd=to_absolute_path(loop_cfg.cwd or "."),
         mutate=tuple(str(entry) for entry in loop_cfg.mutate),
+        flag_style=loop_cfg.flag_style,
     )
     seeds = list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
     return sweeps.Sweep(

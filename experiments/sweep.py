@@ -25,6 +25,7 @@ from mutator import MutationError, Operator, SourceFile
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ALL = "all"  # every operator, default parameters
 VARIANTS = "variants"  # every operator plus each declared variant
+FLAG_STYLES = ("space", "equals")  # --seed 0, --seed=0
 
 
 class SweepError(ValueError):
@@ -36,8 +37,9 @@ class Loop:
     """A training script, the folder it runs from and how to pass it epochs, seed, device.
 
     ``argv`` is one string of script arguments split like a shell would
-    (``"config/x.py --device=cpu --max_iters=50"``), after ``args``. A flag that ends with
-    ``=`` (``seed_arg="--seed="``) is passed as one token, ``--seed=0``. ``cwd`` is the
+    (``"config/x.py --device=cpu --max_iters=50"``), after ``args``. With
+    ``flag_style="equals"`` (or a flag that ends with ``=``) the flags the harness adds are
+    one token each, ``--seed=0``. ``cwd`` is the
     folder the script runs from (None: the current one). ``mutate`` names the files
     whose mutants run (relative to ``cwd``; ``auto`` adds the script's local imports);
     empty: the script alone.
@@ -53,6 +55,7 @@ class Loop:
     argv_text: str | None = None
     cwd: str | None = None
     mutate: tuple[str, ...] = ()
+    flag_style: str = "space"  # "equals": --seed=0 for every flag the harness adds
 
     @property
     def folder(self) -> Path:
@@ -91,8 +94,14 @@ class Loop:
             (self.seed_arg, seed),
             (self.device_arg, device),
         ):
-            if flag:
-                argv += [f"{flag}{value}"] if flag.endswith("=") else [flag, str(value)]
+            if not flag:
+                continue
+            if flag.endswith("="):
+                argv.append(f"{flag}{value}")
+            elif self.flag_style == "equals":
+                argv.append(f"{flag}={value}")
+            else:
+                argv += [flag, str(value)]
         return tuple(argv)
 
 
@@ -171,6 +180,10 @@ def build(sweep: Sweep) -> list[RunSpec]:
     specs: list[RunSpec] = []
     for loop in sweep.loops:
         folder = loop.folder
+        if loop.flag_style not in FLAG_STYLES:
+            raise SweepError(
+                f"loop.flag_style must be one of {', '.join(FLAG_STYLES)}, not {loop.flag_style!r}"
+            )
         if not folder.is_dir():
             raise SweepError(f"loop.cwd: {folder} is not a folder")
         path = find_script(loop.script, folder)

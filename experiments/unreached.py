@@ -9,6 +9,7 @@ tables show it as such (a mutant that ran on some seeds is judged on those alone
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -41,9 +42,12 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
                 **dict(zip(_KEYS, key)),
                 **{name: first.get(name) for name in _COPIED},
                 "n_seeds": len(seeds),
-                "seeds": seeds,
+                "n_reference": 0,
+                "seeds": json.dumps(seeds),  # JSON text, as in the judged rows
+                "reference_seeds": "[]",
                 "measured": UNREACHED,
                 "symptoms": f"{UNREACHED} {len(seeds)}/{len(seeds)}",
+                "label_fractions": json.dumps({UNREACHED: 1.0}),
             }
         )
     symptoms = judgement.symptoms

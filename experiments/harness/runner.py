@@ -42,6 +42,7 @@ TAIL_BYTES = 65536
 LOCK_RETRY_S = 0.2
 MEMORY_POLL_S = 0.25
 OK_STATUSES = ("ok", "nan")
+TRACEBACK_START = "Traceback (most recent call last):"
 # A mutant whose changed statements never ran behaves as the script: when the run ended on
 # its own with one of these, its status becomes ``unreached`` (a timeout or a kill may have
 # come before the mutated lines would have run, so those keep theirs).
@@ -481,16 +482,18 @@ def _same_file(first: str, second: str) -> bool:
 
 
 def _last_stderr_line(folder: Path) -> str | None:
-    """The last line the run wrote to stderr (argparse's message before its exit)."""
+    """The script's last words on stderr before it exited (argparse's ``error: ...``),
+    not the traceback of the ``SystemExit`` that followed them."""
     try:
         with open(folder / "stderr.txt", "rb") as handle:
             handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 4096))
+            handle.seek(max(0, handle.tell() - 8192))
             lines = handle.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
+    if TRACEBACK_START in lines:
+        lines = lines[: len(lines) - 1 - lines[::-1].index(TRACEBACK_START)]
     lines = [line.strip() for line in lines if line.strip()]
-    # The child's own traceback of SystemExit is not printed; the script's last words are.
     return lines[-1][: rules.MESSAGE_LIMIT] if lines else None
 
 
