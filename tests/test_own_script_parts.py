@@ -213,3 +213,13 @@ def test_gate_fails_on_any_reference_seed_and_ignores_mutants():
     gate = check(rows)
     assert not gate.ok and "seed 1: status timeout" in gate.message()
     assert check(rows[:1] + rows[2:]).ok
+
+
+def test_probes_leave_docstrings_and_future_imports_first():
+    source = '"""Doc."""\nfrom __future__ import annotations\nx = 1\n'
+    regions = [{"start": 1, "end": 3}]
+    counters = reach.install_counters(1)
+    code, _ = reach.compile_probed(source, "t.py", regions)
+    namespace: dict = {}
+    exec(code, namespace)
+    assert namespace["__doc__"] == "Doc." and counters == [1]

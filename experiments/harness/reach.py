@@ -69,6 +69,7 @@ def compile_probed(
                 if (spot := _statement_at(blocks, line)) is not None
             ]
         for block, index in spots:
+            index = max(index, _first_free(block))
             placements.setdefault((id(block), index), (block, index, number))
     # Insert from the back of each block so earlier indices stay valid.
     for block, index, number in sorted(placements.values(), key=lambda p: -p[1]):
@@ -76,6 +77,25 @@ def compile_probed(
         block.insert(index, _probe(number, anchor))
     probed = {number for _block, _index, number in placements.values()}
     return compile(tree, filename, "exec"), probed
+
+
+def _first_free(block: list[ast.stmt]) -> int:
+    """The first place a probe may go: after a docstring (it must stay the docstring:
+    ``argparse`` descriptions read ``__doc__``) and ``from __future__`` imports (which
+    must come first)."""
+    index = 0
+    for statement in block:
+        docstring = (
+            index == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        )
+        future = isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
+        if not (docstring or future):
+            break
+        index += 1
+    return index
 
 
 def _probe(number: int, anchor: ast.stmt) -> ast.stmt:
