@@ -232,3 +232,26 @@ def test_a_branch_never_taken_is_unreached(tmp_path, monkeypatch, capsys):
     assert measured["train.py::<module>::scale_lr#1"] == "unreached"
     assert measured["train.py::<module>::scale_lr#0"] != "unreached"
     assert "unreached 2" in err
+
+
+@pytest.mark.slow
+def test_trainwreck_sweep_is_gated_too(tmp_path, monkeypatch, capsys):
+    from experiments.run import main as sweep_main
+
+    _project(tmp_path, "import_fails", monkeypatch)
+    with pytest.raises(SystemExit) as stopped:
+        sweep_main(
+            [
+                "loop=custom",
+                "loop.script=train.py",
+                "mutation=drop_zero_grad",
+                "seeds=[0,1]",
+                f"results_dir={tmp_path / 'results'}",
+                f"hydra.run.dir={tmp_path / 'hydra'}",
+            ]
+        )
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert "did not end ok on seed 0: status crash, ModuleNotFoundError" in err
+    results = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("result.json")]
+    assert results and all(r["identity"] == "none" for r in results)
