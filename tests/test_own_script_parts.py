@@ -223,3 +223,19 @@ def test_probes_leave_docstrings_and_future_imports_first():
     namespace: dict = {}
     exec(code, namespace)
     assert namespace["__doc__"] == "Doc." and counters == [1]
+
+
+def test_short_curves_are_drawn_as_lines_and_non_finite_gaps_stay():
+    import numpy as np
+
+    from experiments.report.svg import Series, band_svg
+
+    steps = np.arange(1, 11, dtype=float)
+    short = Series(steps, np.linspace(2.0, 1.0, 10), "seed 0")
+    svg = band_svg([short], [short])
+    lines = [part.split('points="')[1].split('"')[0] for part in svg.split("<polyline")[1:]]
+    assert all(len(points.split()) >= 90 for points in lines)  # one line, not ten dots
+    broken = np.linspace(2.0, 1.0, 10)
+    broken[5] = np.nan
+    svg = band_svg([short], [Series(steps, broken, "seed 1")])
+    assert svg.count("<polyline") == 3  # reference median + the mutant in two pieces
