@@ -23,6 +23,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -215,7 +216,10 @@ def _exit_code(error: BaseException | None) -> int:
 
 
 def _execute(
-    script: str, source: str, argv: list[str], compile_main: Any = None
+    script: str,
+    source: str,
+    argv: list[str],
+    compile_main: Callable[[str, str], types.CodeType] | None = None,
 ) -> BaseException | None:
     """Run ``source`` as ``__main__`` as if it were ``script``; the exception it ended with."""
     module = types.ModuleType("__main__")
