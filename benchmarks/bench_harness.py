@@ -14,6 +14,14 @@
    interpreter once per loop.
 3. Unchanged sweep: ``python -m experiments.run`` (a fresh process, as a user runs it)
    over a sweep whose runs are all cached.
+4. Working-directory mirror: creating and removing a run's mirror of a project folder (a
+   few files and a data folder of many files), and the guard's copy-on-write of a
+   mirrored folder on a first write into it.
+5. Reach probes: each reference loop run in this process with a probe before every one
+   of its statements (the worst case: a real mutant probes one to a few) against the
+   same source compiled plainly; CPU time per optimizer step.
+
+``--only telemetry,harness,sweep,mirror,probes`` runs some sections.
 Prints a markdown report (for docs/benchmarks.md).
 
     python benchmarks/bench_harness.py --gpu
@@ -211,6 +219,92 @@ def harness_overhead(loops: list[str], repeats: int) -> list[str]:
     return lines
 
 
+def mirror_cost(repeats: int, data_files: int = 1000) -> list[str]:
+    """Time to make and remove a run's mirror of a project with a data folder."""
+    from experiments.harness import guard, workdir
+
+    with tempfile.TemporaryDirectory() as base:
+        project = Path(base) / "project"
+        (project / "data").mkdir(parents=True)
+        for name in ("train.py", "model.py", "config.yaml", "README.md", "model.pt"):
+            (project / name).write_bytes(b"x" * 4096)
+        for number in range(data_files):
+            (project / "data" / f"{number:05d}.bin").write_bytes(b"y" * 1024)
+        create, remove, first_write = [], [], []
+        for _ in range(max(repeats, 5)):
+            start = time.perf_counter()
+            mirror = workdir.create(project)
+            create.append(time.perf_counter() - start)
+            keeper = guard.Guard(str(mirror), protected=[str(project)], allowed=[])
+            start = time.perf_counter()
+            keeper("open", (str(mirror / "data" / "cache.npy"), "w", 0))
+            first_write.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            workdir.remove(mirror)
+            remove.append(time.perf_counter() - start)
+    median = statistics.median
+    return [
+        f"| project: 5 files + data/ of {data_files} files | median |",
+        "| --- | --- |",
+        f"| create the mirror (one symlink per entry of the folder and its parent) | {median(create) * 1e3:.2f} ms |",
+        f"| remove it | {median(remove) * 1e3:.2f} ms |",
+        f"| first write into data/ (the folder becomes {data_files} symlinks) | {median(first_write) * 1e3:.2f} ms |",
+    ]
+
+
+def probe_cost(loops: list[str], repeats: int) -> list[str]:
+    """CPU per step of each loop with a reach probe before every statement vs none."""
+    from experiments.harness import reach
+
+    lines = [
+        "| loop | steps | probe hits per run | CPU plain | CPU probed | per step | overhead |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for loop in loops:
+        path = script_of(loop)
+        source = path.read_text()
+        everything = [{"start": 1, "end": source.count("\n") + 1}]
+        plain, probed, hits, steps = [], [], 0, 0
+        for _ in range(repeats):
+            plain.append(_exec_timed(path, compile(source, str(path), "exec"))[0])
+            counters = reach.install_counters(1)
+            code, _ = reach.compile_probed(source, str(path), everything)
+            seconds, steps = _exec_timed(path, code)
+            probed.append(seconds)
+            hits = counters[0]
+        a, b = statistics.median(plain), statistics.median(probed)
+        lines.append(
+            f"| {loop} | {steps} | {hits} | {a:.3f} s | {b:.3f} s | "
+            f"{(b - a) / max(steps, 1) * 1e6:+.1f} us | {b / a - 1:+.1%} |"
+        )
+    return lines
+
+
+def _exec_timed(path: Path, code) -> tuple[float, int]:
+    """CPU seconds of one in-process run of ``code`` as ``__main__``, and its steps."""
+    import importlib
+
+    import torch
+
+    optimizer_module = importlib.import_module("torch.optim.optimizer")
+    steps = [0]
+    hook = optimizer_module.register_optimizer_step_post_hook(
+        lambda *args: steps.__setitem__(0, steps[0] + 1)
+    )
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv, sys.path[0] = [str(path), "--seed", "0"], str(path.parent)
+    torch.manual_seed(0)
+    try:
+        with tempfile.TemporaryDirectory() as work, _inside(work):
+            start = time.process_time()
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(code, {"__name__": "__main__", "__file__": str(path)})
+            return time.process_time() - start, steps[0]
+    finally:
+        hook.remove()
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
 def unchanged_sweep(loop: str, operators: str) -> list[str]:
     with tempfile.TemporaryDirectory() as folder:
         command = [
@@ -289,7 +383,9 @@ def main() -> None:
     parser.add_argument("--loops", default=",".join(LOOPS))
     parser.add_argument("--sweep-operators", default="all")
     parser.add_argument("--gpu", action="store_true", help="the CUDA check instead")
+    parser.add_argument("--only", default="telemetry,harness,sweep,mirror,probes")
     args = parser.parse_args()
+    sections = set(args.only.split(","))
     if args.gpu:
         print("\n".join(gpu_check(args.loops.split(","))))
         return
@@ -306,12 +402,22 @@ def main() -> None:
         f"torch {torch.__version__}, {time.strftime('%Y-%m-%d')}. Warm-up of the parent "
         f"(torch, scikit-learn, first optimizer): {warm_s:.1f} s, once per process.\n"
     )
-    print("### Telemetry overhead\n")
-    print("\n".join(telemetry_overhead(args.repeats)) + "\n")
-    print("### Harness overhead per run\n")
-    print("\n".join(harness_overhead(args.loops.split(","), args.repeats)) + "\n")
-    print("### Unchanged sweep\n")
-    print("\n".join(unchanged_sweep("mlp_digits", args.sweep_operators)))
+    loops = args.loops.split(",")
+    if "telemetry" in sections:
+        print("### Telemetry overhead\n")
+        print("\n".join(telemetry_overhead(args.repeats)) + "\n")
+    if "harness" in sections:
+        print("### Harness overhead per run\n")
+        print("\n".join(harness_overhead(loops, args.repeats)) + "\n")
+    if "sweep" in sections:
+        print("### Unchanged sweep\n")
+        print("\n".join(unchanged_sweep("mlp_digits", args.sweep_operators)) + "\n")
+    if "mirror" in sections:
+        print("### Working-directory mirror\n")
+        print("\n".join(mirror_cost(args.repeats)) + "\n")
+    if "probes" in sections:
+        print("### Reach probes (a probe before every statement)\n")
+        print("\n".join(probe_cost(loops, args.repeats)))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from experiments.symptoms import (
     noop_false_positives,
 )
 from experiments.trace import RESULT_FIELDS, RESULT_FILE, TRACE_FILE
+from experiments.unreached import judge_reached
 
 SIGNATURE_CACHE = ".signature-cache.json"
 # Bump when the cached curves change meaning; edits to signature.py invalidate on their own.
@@ -270,7 +271,8 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
         _category(row_operator, row_categories, operators)
         for row_operator, row_categories in zip(frame["operator"], frame["categories"])
     ]
-    judgement = judge(frame) if len(frame) else None
+    # Runs whose mutated lines never executed are not judged (experiments.unreached).
+    judgement = judge_reached(frame, judge) if len(frame) else None
     labels = judgement.run_labels if judgement else pd.Series(dtype=object)
     frame["labels"] = [";".join(run_labels) for run_labels in labels] if len(frame) else []
     symptoms = judgement.symptoms if judgement else pd.DataFrame()

@@ -123,18 +123,30 @@ def catalog_main(argv: Sequence[str]) -> int:
         file=sys.stderr,
     )
     from experiments.harness import run_sweep
+    from experiments.reference_gate import ReferenceFailed, gated_sweep
 
-    bar = ProgressBar(sys.stderr)
-    rows = run_sweep(
-        specs,
-        results_dir,
-        workers=workers,
-        progress=bar,
-        budget=budget,
-        gpus=gpus,
-        runs_per_gpu=runs_per_gpu,
-    )
-    bar.close()
+    def run(chosen):
+        bar = ProgressBar(sys.stderr)
+        try:
+            return run_sweep(
+                chosen,
+                results_dir,
+                workers=workers,
+                progress=bar,
+                budget=budget,
+                gpus=gpus,
+                runs_per_gpu=runs_per_gpu,
+            )
+        finally:
+            bar.close()
+
+    try:  # the unmutated runs first: no table on a reference that fails
+        rows = gated_sweep(
+            specs, run, say=lambda note: print(f"[trainwreck] {note}", file=sys.stderr)
+        )
+    except ReferenceFailed as failure:
+        print(f"[trainwreck] {failure}", file=sys.stderr)
+        return 1
     return _write(results_dir, rows, n_classes, started)
 
 
@@ -237,15 +249,16 @@ def _write(results_dir: Path, rows: list[dict], n_classes: dict, started: float)
     keys = sorted({row["key"] for row in rows})
     summary = rebuild_report(results_dir, n_classes=n_classes, keys=keys)
     _record_sweep(summary.out_dir, keys, n_classes)
-    statuses: dict[str, int] = {}
-    for row in rows:
-        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+    from experiments.outcomes import status_line, validation_notes
+
     cached = sum(bool(row.get("cached")) for row in rows)
     print(
         f"[trainwreck] {len(rows)} runs ({cached} cached) in {time.monotonic() - started:.0f} s; "
-        + ", ".join(f"{status} {count}" for status, count in sorted(statuses.items())),
+        + status_line(rows),
         file=sys.stderr,
     )
+    for note in validation_notes(rows):
+        print(f"[trainwreck] {note}", file=sys.stderr)
     _print_summary(summary)
     return 0
 

@@ -68,7 +68,7 @@ def _load_operators(specs: Sequence[str] | None) -> list:
     return operators
 
 
-def _read_source(path: str):
+def _read_source(path: str, target: str | None = None):
     from mutator.engine import MutationError, SourceFile
 
     file = Path(path)
@@ -81,17 +81,70 @@ def _read_source(path: str):
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text (give a Python training script)") from None
     try:
-        return SourceFile(text, target=file.name)
+        return SourceFile(text, target=target or file.name)
     except MutationError as error:
         # The engine names the file by its basename; the user wants the path they typed.
         raise UserError(str(error).replace(file.name, path, 1)) from None
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
+    """One file as always; several files (``model.py train.py``): each in turn, identities
+    naming each file relative to the first one's folder, ``--out`` one folder for all."""
+    files = list(args.files)
+    if len(files) == 1:
+        args.file = files[0]
+        return _mutate_file(args)
+    if args.order != 1:
+        raise UserError("--order > 1 takes one file (bugs combine within a file)")
+    if args.out:
+        return _write_several(files, _load_operators(args.operator), Path(args.out))
+    for file in files:
+        args.file = file
+        _mutate_file(args, target=_project_name(file, files[0]))
+    return 0
+
+
+def _project_name(file: str, first: str) -> str:
+    """A file's name in identities: relative to the first file's folder (``model.py``)."""
+    import os
+
+    return Path(os.path.relpath(Path(file).resolve(), Path(first).resolve().parent)).as_posix()
+
+
+def _write_several(files: list[str], operators: list, out: Path) -> int:
+    from experiments.files import check_new_folder, staged_folder
+
+    sources = [_read_source(file, _project_name(file, files[0])) for file in files]
+    out = out.resolve()
+    if any(out == Path(file).resolve().parent for file in files):
+        raise UserError(f"--out {out} is an input's own folder; choose a separate folder")
+    try:
+        check_new_folder(out)
+    except FileExistsError as error:
+        raise UserError(f"--out {error}") from None
+    count = 0
+    with staged_folder(out) as staging:
+        manifest: dict = {"sources": files, "mutants": []}
+        for file, source in zip(files, sources):
+            for site in source.find_sites(operators):
+                mutant = source.apply([site])
+                count += 1
+                filename = f"m{count:04d}_{site.operator.name}.py"
+                (staging / filename).write_text(mutant.source, encoding="utf-8")
+                entry = {"file": filename, "source": file, "target": source.target}
+                manifest["mutants"].append({**entry, **mutant.manifest_entry()})
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    print(
+        f"wrote {count} mutants of {len(files)} files and manifest.json to {out}", file=sys.stderr
+    )
+    return 0
+
+
+def _mutate_file(args: argparse.Namespace, target: str | None = None) -> int:
     from mutator.engine import choose_higher_order
 
     operators = _load_operators(args.operator)
-    source = _read_source(args.file)
+    source = _read_source(args.file, target)
     sites = source.find_sites(operators)
     if not sites:
         names = "the chosen operators" if args.operator else "any operator"
@@ -135,12 +188,14 @@ def _write_mutants(source, groups, out: Path, input_path: Path) -> int:
         raise UserError(f"--out {error}") from None
     with staged_folder(out) as staging:
         manifest = {"source": str(input_path), "target": source.target, "mutants": []}
+        # Each mutant names its file too, as in a manifest of several files.
         for number, group in enumerate(groups, 1):
             mutant = source.apply(group)
             label = "+".join(site.operator.name for site in group)
             filename = f"m{number:04d}_{label}.py"
             (staging / filename).write_text(mutant.source, encoding="utf-8")
-            manifest["mutants"].append({"file": filename, **mutant.manifest_entry()})
+            entry = {"file": filename, "target": source.target}
+            manifest["mutants"].append({**entry, **mutant.manifest_entry()})
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     print(f"wrote {len(groups)} mutants and manifest.json to {out}", file=sys.stderr)
     return 0
@@ -160,7 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     operators.set_defaults(handler=cmd_operators)
 
     mutate = commands.add_parser("mutate", help="find sites and build mutants of a script")
-    mutate.add_argument("file", help="a Python training script (never modified)")
+    mutate.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a Python training script, or several files of a project: train.py model.py (never modified)",
+    )
     mutate.add_argument(
         "--operator",
         action="append",

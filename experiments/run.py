@@ -46,13 +46,23 @@ warnings.filterwarnings(
 
 @dataclass
 class LoopConfig:
-    script: str = MISSING  # path, relative to the working directory or the project
-    name: str | None = None  # defaults to the script's file name without .py
+    script: str = MISSING  # path, relative to loop.cwd (or the project, for reference loops)
+    # Display name; default: a reference loop's file stem, else the script's path relative
+    # to loop.cwd (+ a digest of its arguments), so two projects' main.py never pool.
+    name: str | None = None
     args: list[str] = field(default_factory=list)  # extra arguments, passed first
+    # Script arguments as one string, split like a shell: "config/x.py --max_iters=50".
+    argv: str | None = None
+    # The folder the script runs from (its relative paths): default, where trainwreck ran.
+    cwd: str | None = None
+    # Files whose mutants run: [model.py, train.py], [auto] (the script and its local
+    # imports); []: the script alone.
+    mutate: list[str] = field(default_factory=list)
     epochs: int | None = None
     epochs_arg: str | None = "--epochs"  # null: the script takes no such argument
     seed_arg: str | None = "--seed"
     device_arg: str | None = "--device"
+    flag_style: str = "space"  # "space": --seed 0; "equals": --seed=0 (configurator style)
     n_classes: int | None = None  # for the catalog's chance-level checks
     expected_initial_loss: float | None = None
 
@@ -138,6 +148,11 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
         epochs_arg=loop_cfg.epochs_arg,
         seed_arg=loop_cfg.seed_arg,
         device_arg=loop_cfg.device_arg,
+        argv_text=loop_cfg.argv,
+        # Relative to where the sweep was launched (a launcher may run the job elsewhere).
+        cwd=to_absolute_path(loop_cfg.cwd or "."),
+        mutate=tuple(str(entry) for entry in loop_cfg.mutate),
+        flag_style=loop_cfg.flag_style,
     )
     seeds = list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
     return sweeps.Sweep(
@@ -226,6 +241,8 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     from experiments.harness import run_sweep
     from experiments.harness.gpu import rotated, spreads_over_gpus, visible_gpus
     from experiments.harness.runner import Budget
+    from experiments.outcomes import status_line, validation_notes
+    from experiments.reference_gate import gated_sweep
 
     if OmegaConf.is_missing(cfg.loop, "script"):
         raise sweeps.SweepError("loop.script is required: loop=custom loop.script=path/to/train.py")
@@ -255,15 +272,23 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
                 flush=True,
             )
 
-    rows = run_sweep(
-        specs,
-        results_dir,
-        workers=_workers(cfg, gpus),
-        progress=progress,
-        budget=budget,
-        gpus=gpus,
-        runs_per_gpu=cfg.budget.runs_per_gpu,
-    )
+    def run(chosen: list) -> list[dict[str, Any]]:
+        return run_sweep(
+            chosen,
+            results_dir,
+            workers=_workers(cfg, gpus),
+            progress=progress,
+            budget=budget,
+            gpus=gpus,
+            runs_per_gpu=cfg.budget.runs_per_gpu,
+        )
+
+    def say(note: str) -> None:
+        if not quiet:
+            print(f"[trainwreck] {note}", file=sys.stderr)
+
+    # The unmutated runs first: mutants of a script that fails unmutated say nothing.
+    rows = gated_sweep(specs, run, say)
     statuses = Counter(row["status"] for row in rows)
     summary = {
         "runs": len(rows),
@@ -273,6 +298,9 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     }
     if not quiet:
         print(f"[trainwreck] {summary}", file=sys.stderr)
+        say(status_line(rows))
+        for note in validation_notes(rows):
+            say(note)
     return summary
 
 
@@ -280,8 +308,13 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
 # by name (as launchers do), and configs/ is no package.
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def app(cfg: DictConfig) -> dict[str, Any]:
+    from experiments.reference_gate import ReferenceFailed
+
     try:
         return run_job(cfg)
+    except ReferenceFailed as failure:  # not a configuration mistake: a failing script
+        print(f"[trainwreck] {failure}", file=sys.stderr)
+        raise SystemExit(1) from None
     except sweeps.SweepError as error:
         # A configuration mistake: one clear message, not a traceback.
         print(f"[trainwreck] configuration error: {error}", file=sys.stderr)

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments.harness.spec import RunSpec
+from experiments.harness import reach
+from experiments.harness.spec import RunSpec, source_sha
+from experiments.project_files import mutated_files
 from mutations.registry import all_operators, all_variants, operator_classes, resolve
 from mutator import MutationError, Operator, SourceFile
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ALL = "all"  # every operator, default parameters
 VARIANTS = "variants"  # every operator plus each declared variant
+FLAG_STYLES = ("space", "equals")  # --seed 0, --seed=0
 
 
 class SweepError(ValueError):
@@ -29,7 +34,16 @@ class SweepError(ValueError):
 
 @dataclass(frozen=True)
 class Loop:
-    """A training script and how to pass it epochs, seed and device."""
+    """A training script, the folder it runs from and how to pass it epochs, seed, device.
+
+    ``argv`` is one string of script arguments split like a shell would
+    (``"config/x.py --device=cpu --max_iters=50"``), after ``args``. With
+    ``flag_style="equals"`` (or a flag that ends with ``=``) the flags the harness adds are
+    one token each, ``--seed=0``. ``cwd`` is the
+    folder the script runs from (None: the current one). ``mutate`` names the files
+    whose mutants run (relative to ``cwd``; ``auto`` adds the script's local imports);
+    empty: the script alone.
+    """
 
     script: str
     name: str | None = None
@@ -38,19 +52,56 @@ class Loop:
     epochs_arg: str | None = "--epochs"
     seed_arg: str | None = "--seed"
     device_arg: str | None = "--device"
+    argv_text: str | None = None
+    cwd: str | None = None
+    mutate: tuple[str, ...] = ()
+    flag_style: str = "space"  # "equals": --seed=0 for every flag the harness adds
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.cwd or os.getcwd()).resolve()
 
     @property
     def label(self) -> str:
-        return self.name or Path(self.script).stem
+        """``name``, else the stem of a reference loop, else the script's path relative to
+        the folder it runs from (plus a digest of its arguments): two ``main.py`` of two
+        projects, or one script with two argument sets, never pool into one reference."""
+        if self.name:
+            return self.name
+        path = _resolve(self.script, self.folder)
+        if path is None or path.parent == PROJECT_ROOT / "reference_loops":
+            return Path(self.script).stem
+        try:
+            shown = path.relative_to(self.folder).as_posix()
+        except ValueError:
+            shown = path.as_posix()
+        shown = shown.removesuffix(".py")
+        extra = [*self.args, *self.split_argv()]
+        if extra:
+            shown += "@" + hashlib.sha256("\0".join(extra).encode()).hexdigest()[:6]
+        return shown
+
+    def split_argv(self) -> list[str]:
+        try:
+            return shlex.split(self.argv_text or "")
+        except ValueError as error:
+            raise SweepError(f"loop.argv: {error} in {self.argv_text!r}") from None
 
     def argv(self, seed: int, device: str) -> tuple[str, ...]:
-        argv = list(self.args)
-        if self.epochs is not None and self.epochs_arg:
-            argv += [self.epochs_arg, str(self.epochs)]
-        if self.seed_arg:
-            argv += [self.seed_arg, str(seed)]
-        if self.device_arg:
-            argv += [self.device_arg, device]
+        argv = [*self.args, *self.split_argv()]
+        for flag, value in (
+            (self.epochs_arg if self.epochs is not None else None, self.epochs),
+            (self.seed_arg, seed),
+            (self.device_arg, device),
+        ):
+            if not flag:
+                continue
+            if flag.endswith("="):
+                argv.append(f"{flag}{value}")
+            elif self.flag_style == "equals":
+                argv.append(f"{flag}={value}")
+            else:
+                argv += [flag, str(value)]
         return tuple(argv)
 
 
@@ -77,15 +128,23 @@ class Sweep:
     shard: tuple[int, int] = (0, 1)  # (index, count): this job's share of the runs
 
 
-def find_script(script: str) -> Path:
-    """A script path as given (relative to the working directory), else relative to the
-    project (so ``reference_loops/mlp_digits.py`` works from anywhere)."""
-    for candidate in (Path(script), PROJECT_ROOT / script):
+def find_script(script: str, folder: Path | None = None) -> Path:
+    """A script path as given (relative to the folder the loop runs from, by default the
+    working directory), else relative to the project (so
+    ``reference_loops/mlp_digits.py`` works from anywhere)."""
+    found = _resolve(script, folder or Path.cwd())
+    if found is None:
+        raise SweepError(
+            f"training script not found: {script!r} (looked in {folder or Path.cwd()} and {PROJECT_ROOT})"
+        )
+    return found
+
+
+def _resolve(script: str, folder: Path) -> Path | None:
+    for candidate in (folder / script, PROJECT_ROOT / script):
         if candidate.is_file():
             return candidate.resolve()
-    raise SweepError(
-        f"training script not found: {script!r} (looked in {Path.cwd()} and {PROJECT_ROOT})"
-    )
+    return None
 
 
 def operators_for(specs: Sequence[str]) -> list[Operator]:
@@ -120,23 +179,41 @@ def build(sweep: Sweep) -> list[RunSpec]:
     operators = operators_for(sweep.operators)
     specs: list[RunSpec] = []
     for loop in sweep.loops:
-        path = find_script(loop.script)
+        folder = loop.folder
+        if loop.flag_style not in FLAG_STYLES:
+            raise SweepError(
+                f"loop.flag_style must be one of {', '.join(FLAG_STYLES)}, not {loop.flag_style!r}"
+            )
+        if not folder.is_dir():
+            raise SweepError(f"loop.cwd: {folder} is not a folder")
+        path = find_script(loop.script, folder)
         source = path.read_text(encoding="utf-8")
-        variants: list[tuple[dict | None, str, str | None]] = []
+        try:
+            files = mutated_files(path, folder, loop.mutate)
+        except FileNotFoundError as error:
+            raise SweepError(str(error)) from None
+        context = _context(path, folder, files)
+        variants: list[tuple[dict | None, str, str | None, Path]] = []
         if sweep.reference or not operators:
-            variants.append((None, source, None))
+            variants.append((None, source, None, path))
         if operators:
-            variants.extend(_mutants(path, source, operators, sweep.sites))
-        for mutant, mutated, invalid_reason in variants:
+            for file in files:
+                text = source if file == path else file.read_text(encoding="utf-8")
+                for mutant, mutated, reason in _mutants(
+                    file, _target_name(file, path), text, operators, sweep.sites
+                ):
+                    variants.append((mutant, mutated, reason, file))
+        label, argv_of = loop.label, loop.argv
+        for mutant, mutated, invalid_reason, file in variants:
             for seed in sweep.seeds:
                 specs.append(
                     RunSpec(
                         script=str(path),
                         source=mutated,
-                        argv=loop.argv(seed, sweep.device),
+                        argv=argv_of(seed, sweep.device),
                         seed=seed,
                         device=sweep.device,
-                        loop=loop.label,
+                        loop=label,
                         mutant=mutant,
                         timeout_s=sweep.limits.timeout_s,
                         mem_cap_mb=sweep.limits.mem_cap_mb,
@@ -144,16 +221,43 @@ def build(sweep: Sweep) -> list[RunSpec]:
                         sample_every=sweep.limits.sample_every,
                         telemetry=sweep.limits.telemetry,
                         invalid_reason=invalid_reason,
+                        cwd=str(folder),
+                        target=None if file == path else str(file),
+                        context=context,
                     )
                 )
     return _shard(specs, *sweep.shard)
 
 
+def _target_name(file: Path, script: Path) -> str:
+    """The file's name in mutant identities: the script's file name (as it always was), a
+    module's path relative to the script's folder (``model.py``, ``pkg/layers.py``)."""
+    if file == script:
+        return script.name
+    try:
+        return file.relative_to(script.parent).as_posix()
+    except ValueError:
+        return file.as_posix()
+
+
+def _context(script: Path, folder: Path, files: list[Path]) -> tuple[str, ...]:
+    """What else decides a user's run beside the mutated source: the folder it runs from
+    and the digests of the project's files (a mutant of ``model.py`` runs ``train.py``
+    as it is). Reference loops read no files of their own: nothing to add."""
+    if script.parent == PROJECT_ROOT / "reference_loops" and files == [script]:
+        return ()
+    digests = [
+        f"{_target_name(file, script)}:{source_sha(file.read_text(encoding='utf-8'))}"
+        for file in dict.fromkeys([script, *files])
+    ]
+    return (f"cwd:{folder}", *digests)
+
+
 def _mutants(
-    path: Path, source: str, operators: list[Operator], sites: str
+    path: Path, target: str, source: str, operators: list[Operator], sites: str
 ) -> list[tuple[dict | None, str, str | None]]:
     try:
-        parsed = SourceFile(source, path.name)
+        parsed = SourceFile(source, target)
         found = parsed.find_sites(operators)
     except MutationError as error:
         raise SweepError(f"cannot mutate {path}: {error}") from None
@@ -173,13 +277,20 @@ def _mutants(
                 "categories": [site.operator.category],
                 "params": [dict(site.operator.params)],
                 "lines": [site.line],
+                "target": target,
             }
             reason = f"{type(error).__name__}: {error}"
             # Distinct source text so the invalid run gets its own cache key.
             marker = f"# invalid mutant {site.identity}: {reason}\n"
             result.append((identity, marker, reason))
             continue
-        result.append(({**mutant.manifest_entry(), "diff": mutant.diff}, mutant.source, None))
+        entry = {
+            **mutant.manifest_entry(),
+            "diff": mutant.diff,
+            "target": target,
+            "reach_regions": reach.regions(source, mutant.source),
+        }
+        result.append((entry, mutant.source, None))
     return result
 
 

@@ -58,7 +58,8 @@ from typing import Any
 
 TRACE_FILE = "trace.jsonl"
 RESULT_FILE = "result.json"
-STATUSES = ("ok", "crash", "timeout", "nan", "oom", "killed", "invalid")
+# ``unreached``: a mutant whose changed statements never ran (see harness/reach.py).
+STATUSES = ("ok", "crash", "timeout", "nan", "oom", "killed", "invalid", "unreached")
 
 RESULT_FIELDS = (
     "key",  # cache key (hex)
@@ -98,6 +99,10 @@ RESULT_FIELDS = (
     "mem_cap_mb",  # its memory cap above its start
     "start_method",  # "fork" (warm parent) or "spawn" (fresh interpreter)
     "telemetry",  # False when the run had no hooks (no steps, losses or counters)
+    "target",  # the file the mutant changes (the script, or a module it imports)
+    "reached",  # whether the mutated statements ran (null: unknown or no mutant)
+    "reach_hits",  # how many times they ran
+    "seed_insensitive",  # on reference runs: identical curves on every seed (reference_gate)
 )
 
 

@@ -107,7 +107,10 @@ def test_config_becomes_runs_with_argv_seeds_and_limits():
         ("train_tiny.py::main::drop_zero_grad#0", 1),
     ]
     assert specs[3].argv == ("--epochs", "1", "--seed", "1")
-    assert all(s.mem_cap_mb == 512 and s.loop == "train_tiny" for s in specs)
+    # A custom loop is named by its path relative to where it runs, plus its arguments.
+    assert all(
+        s.mem_cap_mb == 512 and s.loop.startswith("tests/scripts/train_tiny@") for s in specs
+    )
     assert specs[2].mutant["diff"] and "zero_grad" not in specs[2].source
 
 
@@ -144,7 +147,7 @@ class _DoesNotCompile(Swap):
 
 def test_a_mutant_the_engine_cannot_build_is_an_invalid_run(tmp_path):
     source = Path(TINY).read_text()
-    (mutant,) = sweeps._mutants(Path(TINY), source, [_DoesNotCompile()], "all")
+    (mutant,) = sweeps._mutants(Path(TINY), Path(TINY).name, source, [_DoesNotCompile()], "all")
     identity, mutated, reason = mutant
     assert "does not compile" in reason and identity["identity"].endswith("#0")
     from experiments.harness import RunSpec, run_sweep

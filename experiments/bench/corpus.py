@@ -120,6 +120,8 @@ def run_cases(results_dir: str | Path, loops: Sequence[str] | None = None) -> li
         if loops and loop not in loops and Path(loop).stem not in loops:
             continue
         identity = str(result.get("identity") or CLEAN)
+        if result.get("status") == "unreached":
+            continue  # the mutated lines never ran: the run shows no bug, so no ground truth
         truth = Truth(
             identity,
             tuple(result.get("operators") or ()),

@@ -30,8 +30,10 @@ for evaluating bug detectors without installing trainwreck.
 
 - `clean/<loop>.py`: the unmutated reference loops (a detector should report nothing).
 - `mutants/<loop>/*.py`: one injected bug per file.
-- `ground_truth.jsonl`: per mutant file: `identity`, `operators`, `categories`, `lines`
-  (lines of the original that changed) and `mutant_lines` (the same places in the mutant).
+- `ground_truth.jsonl`: per mutant file: `identity`, `target` (the file it changes),
+  `operators`, `categories`, `lines` (lines of the original that changed) and
+  `mutant_lines` (the same places in the mutant). Runs whose mutated lines never
+  executed (status `unreached`) are left out: they show no bug.
 - `traces/<key>/`: stored runs (`result.json`: status, operators, categories, seed...;
   `trace.jsonl`: losses per backward(), optimizer steps with gradient norm and update
   ratio, forward-mode counters, reported validation metrics), when the bundle has runs.
@@ -94,6 +96,7 @@ def _write_sources(root: Path, cases: list[Case]) -> list[dict[str, Any]]:
                 "path": str(relative),
                 "loop": case.loop,
                 "identity": truth.identity,
+                "target": _target(truth.identity),
                 "operators": list(truth.operators),
                 "categories": list(truth.categories),
                 "lines": list(truth.lines),
@@ -124,6 +127,7 @@ def _write_runs(root: Path, runs: list[Case]) -> list[dict[str, Any]]:
                 "path": str(Path("traces") / key),
                 "loop": case.loop,
                 "identity": truth.identity,
+                "target": _target(truth.identity),
                 "operators": list(truth.operators),
                 "categories": list(truth.categories),
                 "lines": list(truth.lines),
@@ -133,6 +137,11 @@ def _write_runs(root: Path, runs: list[Case]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _target(identity: str) -> str | None:
+    """The file a mutant changes (``model.py`` of ``model.py::MLP.forward::op#0``)."""
+    return identity.split("::", 1)[0] if "::" in identity else None
 
 
 def _write_index(root: Path, rows: list[dict[str, Any]]) -> None:

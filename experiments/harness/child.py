@@ -23,6 +23,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -137,6 +138,9 @@ def _run(config: dict[str, Any], source: str) -> int:
     _seed_everything(seed, str(config["device"]))
     if config.get("workdir"):
         os.chdir(config["workdir"])
+    from experiments.harness.project import prepare
+
+    project = prepare(config)  # write guard, reach probes, a mutated module's import hook
 
     writer = TraceWriter(run_dir / TRACE_FILE, t0=started)
     writer.write_now(
@@ -170,6 +174,7 @@ def _run(config: dict[str, Any], source: str) -> int:
             nonfinite=list(writer.first_nonfinite) if writer.first_nonfinite else None,
             peak_cuda_mb=telemetry.peak_cuda_mb,
             wall_s=round(time.perf_counter() - started, 4),
+            reach=project.reach_counts(),
             **counters,
         )
         writer.close()
@@ -189,7 +194,9 @@ def _run(config: dict[str, Any], source: str) -> int:
 
     os._exit = exit_now
     try:
-        return finish(_execute(config["script"], source, list(config["argv"])))
+        return finish(
+            _execute(config["script"], source, list(config["argv"]), project.compile_main)
+        )
     finally:
         os._exit = real_exit
 
@@ -208,7 +215,12 @@ def _exit_code(error: BaseException | None) -> int:
     return 1
 
 
-def _execute(script: str, source: str, argv: list[str]) -> BaseException | None:
+def _execute(
+    script: str,
+    source: str,
+    argv: list[str],
+    compile_main: Callable[[str, str], types.CodeType] | None = None,
+) -> BaseException | None:
     """Run ``source`` as ``__main__`` as if it were ``script``; the exception it ended with."""
     module = types.ModuleType("__main__")
     module.__dict__.update(
@@ -220,7 +232,7 @@ def _execute(script: str, source: str, argv: list[str]) -> BaseException | None:
     # Tracebacks show the lines that ran (the mutant's), not the file on disk.
     linecache.cache[script] = (len(source), None, source.splitlines(keepends=True), script)
     try:
-        code = compile(source, script, "exec")
+        code = (compile_main or _plain_compile)(source, script)
         exec(code, module.__dict__)
     except BaseException as error:
         if not (isinstance(error, SystemExit) and error.code in (0, None)):
@@ -230,6 +242,10 @@ def _execute(script: str, source: str, argv: list[str]) -> BaseException | None:
         gc.collect()
         return error
     return None
+
+
+def _plain_compile(source: str, script: str) -> types.CodeType:
+    return compile(source, script, "exec")
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

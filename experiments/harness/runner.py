@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments.harness import reach, store, workdir
 from experiments.harness import status as rules
-from experiments.harness import store
 from experiments.harness.child import SPEC_FILE, run_forked
 from experiments.harness.gpu import (
     DEFAULT_RUNS_PER_GPU,
@@ -42,6 +42,11 @@ TAIL_BYTES = 65536
 LOCK_RETRY_S = 0.2
 MEMORY_POLL_S = 0.25
 OK_STATUSES = ("ok", "nan")
+TRACEBACK_START = "Traceback (most recent call last):"
+# A mutant whose changed statements never ran behaves as the script: when the run ended on
+# its own with one of these, its status becomes ``unreached`` (a timeout or a kill may have
+# come before the mutated lines would have run, so those keep theirs).
+UNREACHED_FROM = ("ok", "nan", "crash", "invalid")
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ class _Active:
     killed_for: str | None = None
     gpu: str | None = None  # its place in the GPU slots, given back when it ends
     last_poll: float = field(default=0.0)
+    workdir: str | None = None  # the run's private mirror of the invocation folder
 
 
 class Runner:
@@ -109,6 +115,7 @@ class Runner:
             unique.setdefault(spec.key, spec)
         self._total = len(unique)
         self._done = self._cached = self._failed = 0
+        workdir.remove_stale()
         references, others = _split_references(list(unique.values()))
         try:
             self._run_all(list(references.values()), {})
@@ -183,13 +190,22 @@ class Runner:
         method = self.start_method
         if method == "auto":
             method = "fork" if fork_is_safe() else "spawn"
-        source_path = spec.script
+        invocation = spec.cwd or os.getcwd()
+        script = os.path.abspath(spec.script)
+        module_target = spec.target if spec.target and not _same_file(spec.target, script) else None
+        main_source, source_path = spec.source, script
         if spec.mutant is not None:
-            source_path = str(folder / MUTANT_FILE)
-            Path(source_path).write_text(spec.source, encoding="utf-8")
+            mutant_path = str(folder / MUTANT_FILE)
+            Path(mutant_path).write_text(spec.source, encoding="utf-8")
+            if module_target:  # the script runs as it is; the import hook serves the mutant
+                main_source = Path(script).read_text(encoding="utf-8")
+            else:
+                source_path = mutant_path
+        run_workdir = str(workdir.create(invocation, exclude=[self.results_dir]))
         config = {
             "run_dir": str(folder),
-            "script": os.path.abspath(spec.script),
+            # Seen from inside the mirror: ``__file__``-relative paths stay private too.
+            "script": workdir.mirrored_path(run_workdir, invocation, script),
             "source_path": source_path,
             "argv": list(spec.argv),
             "seed": spec.seed,
@@ -198,7 +214,12 @@ class Runner:
             "mem_cap_mb": spec.mem_cap_mb,
             "sample_every": spec.sample_every,
             "telemetry": spec.telemetry,
-            "workdir": str(folder),
+            "workdir": run_workdir,
+            "guard": True,
+            "protected": [str(Path(invocation).resolve()), os.path.dirname(script)],
+            "reach_regions": (spec.mutant or {}).get("reach_regions") or [],
+            "module_target": module_target,
+            "module_source_path": str(folder / MUTANT_FILE) if module_target else None,
             "parent_pid": os.getpid(),
             "start_method": method,
             "key": key,
@@ -219,7 +240,7 @@ class Runner:
                 pid = os.fork()
                 if pid == 0:
                     os.environ.update(child_environment(gpu))  # before CUDA starts there
-                    run_forked(config, spec.source, close_fds=held)
+                    run_forked(config, main_source, close_fds=held)
             else:
                 started = time.monotonic()
                 process = _spawn(folder, child_environment(gpu))
@@ -227,9 +248,20 @@ class Runner:
                 rss_cap_mb = spec.mem_cap_mb + 1024.0  # a fresh interpreter's torch: ~0.5-1 GB
         except OSError:
             self._release_gpu(gpu)
+            workdir.remove(run_workdir)
             raise
         self._active[pid] = _Active(
-            spec, key, folder, lock, pid, started, timeout_s, rss_cap_mb, process, gpu=gpu
+            spec,
+            key,
+            folder,
+            lock,
+            pid,
+            started,
+            timeout_s,
+            rss_cap_mb,
+            process,
+            gpu=gpu,
+            workdir=run_workdir,
         )
 
     def _release_gpu(self, gpu: str | None) -> None:
@@ -287,6 +319,7 @@ class Runner:
                 os.waitpid(active.pid, 0)
             store.unlock(active.lock)
             self._release_gpu(active.gpu)
+            workdir.remove(active.workdir)
         self._active.clear()
 
     def _reap(self) -> None:
@@ -312,6 +345,7 @@ class Runner:
                 pass
             if active.process is not None:
                 active.process.returncode = os.waitstatus_to_exitcode(wait_status)
+            workdir.remove(active.workdir)  # the process group is dead: nothing writes there
             self._complete(active, wait_status, peak_rss_mb, time.monotonic() - active.started)
 
     # -- results ------------------------------------------------------------------------
@@ -351,7 +385,14 @@ class Runner:
                 written_by="parent",
                 **{name: counters.get(name, 0) for name in COUNTERS},
             )
+        if exc_type == "SystemExit":  # argparse's "error: ..." says more than its exit code
+            message = _last_stderr_line(active.folder) or message
+        reached = reach.summary(counters.get("reach"))
+        unreached = active.spec.mutant is not None and reached["reached"] is False
+        if unreached and status in UNREACHED_FROM:
+            status = "unreached"
         row = _result_row(active.spec, active.key, status, exc_type, message, counters)
+        row.update(reached)
         row.update(
             wall_s=round(wall_s, 4),
             exit_code=exit_code,
@@ -436,6 +477,26 @@ def _spawn(folder: Path, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
         )
 
 
+def _same_file(first: str, second: str) -> bool:
+    return os.path.realpath(first) == os.path.realpath(second)
+
+
+def _last_stderr_line(folder: Path) -> str | None:
+    """The script's last words on stderr before it exited (argparse's ``error: ...``),
+    not the traceback of the ``SystemExit`` that followed them."""
+    try:
+        with open(folder / "stderr.txt", "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 8192))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    if TRACEBACK_START in lines:
+        lines = lines[: len(lines) - 1 - lines[::-1].index(TRACEBACK_START)]
+    lines = [line.strip() for line in lines if line.strip()]
+    return lines[-1][: rules.MESSAGE_LIMIT] if lines else None
+
+
 def _start_method(active: _Active) -> str:
     return "spawn" if active.process is not None else "fork"
 
@@ -518,12 +579,16 @@ def _result_row(
         "run_id": spec.run_id,
         "loop": spec.loop_name,
         "script": spec.script,
+        "target": spec.target or spec.script,
         "identity": spec.identity,
         "operators": list(mutant.get("operators", [])),
         "categories": list(mutant.get("categories", [])),
         "params": list(mutant.get("params", [])),
         "lines": list(mutant.get("lines", [])),
         "mutant_lines": list(mutant.get("mutant_lines", [])),
+        "reached": None,  # did the mutated statements run (None: unknown, or no mutant)
+        "reach_hits": None,  # how many times they ran
+        "seed_insensitive": None,  # set on reference runs by experiments.reference_gate
         "diff": mutant.get("diff", ""),
         "sha256": spec.sha256,
         "argv": list(spec.argv),

@@ -12,9 +12,9 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
-HARNESS_VERSION = (
-    "3"  # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
-)
+# 4: runs start in a private mirror of the invocation folder, reach probes, module mutants;
+# 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
+HARNESS_VERSION = "4"
 
 
 @cache
@@ -41,6 +41,12 @@ class RunSpec:
     ``mutant`` holds the mutant's identity and diff (None for the unmutated script).
     ``invalid_reason`` marks a run that cannot start (e.g. the engine could not build the
     mutant): it becomes an ``invalid`` result without a process.
+
+    ``cwd`` is the folder the script is run from (a private mirror of it, see
+    ``workdir``; None: the folder the harness was started from). ``target`` is the file the
+    mutant changes when it is not the script (a module the script imports); ``source`` is
+    then that module's mutated text and the script runs as it is. ``context`` holds what
+    else decides the outcome (the project's files' digests, the folder): it joins the key.
     """
 
     script: str
@@ -56,6 +62,9 @@ class RunSpec:
     sample_every: int = 20  # gradient norm / update ratio on step 1 and every k-th after
     telemetry: bool = True  # False: no hooks (start/end/report records only), e.g. to time
     invalid_reason: str | None = None
+    cwd: str | None = None
+    target: str | None = None
+    context: tuple[str, ...] = ()
 
     @property
     def identity(self) -> str:
@@ -80,11 +89,18 @@ class RunSpec:
 
     @property
     def key(self) -> str:
-        return cache_key(self.sha256, self.argv, self.seed, self.device, self.telemetry)
+        return cache_key(
+            self.sha256, self.argv, self.seed, self.device, self.telemetry, self.context
+        )
 
 
 def cache_key(
-    sha: str, argv: tuple[str, ...] | list[str], seed: int, device: str, telemetry: bool = True
+    sha: str,
+    argv: tuple[str, ...] | list[str],
+    seed: int,
+    device: str,
+    telemetry: bool = True,
+    context: tuple[str, ...] = (),
 ) -> str:
     """sha256 over what decides a run's outcome: the code that runs, its arguments, the
     seed, the device, the torch and harness versions. Paths and deadlines are left out on
@@ -99,5 +115,7 @@ def cache_key(
     }
     if not telemetry:  # a run without hooks has no curves: never a stand-in for one with
         fields["telemetry"] = False
+    if context:  # a user's project: its other files and data folder decide the outcome too
+        fields["context"] = list(context)
     payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -68,18 +68,36 @@ def band_svg(reference: Sequence[Series], mutant: Sequence[Series], *, title: st
 
 
 def _binned(series: Series, max_step: float) -> np.ndarray:
-    """Mean of the finite values in each of ``BINS`` step bins; NaN where a bin is empty."""
+    """Mean of the finite values in each of ``BINS`` step bins. A curve of fewer points
+    than bins leaves bins without a sample between two of its points: those are drawn as
+    the straight line between them (else a short run is a row of lone dots). NaN before
+    the first point, after the last, and where the loss was non-finite (gaps stay gaps)."""
     out = np.full(BINS, np.nan)
     if series.steps.size == 0:
         return out
     ok = np.isfinite(series.values)
-    position = series.steps[ok] / max(max_step, 1.0) * (BINS - 1)
-    index = np.clip(np.rint(position).astype(int), 0, BINS - 1)
+    position = series.steps / max(max_step, 1.0) * (BINS - 1)
+    every = np.clip(np.rint(position).astype(int), 0, BINS - 1)
+    index = every[ok]
     counts = np.bincount(index, minlength=BINS)
     sums = np.bincount(index, weights=series.values[ok], minlength=BINS)
     filled = counts > 0
     out[filled] = sums[filled] / counts[filled]
+    sampled = np.bincount(every, minlength=BINS) > 0
+    _bridge(out, filled, sampled)
     return out
+
+
+def _bridge(out: np.ndarray, filled: np.ndarray, sampled: np.ndarray) -> None:
+    """Fill each run of unsampled bins lying between two filled bins, linearly."""
+    left = -1
+    for position in range(BINS):
+        if not filled[position]:
+            continue
+        if left >= 0 and position - left > 1 and not sampled[left + 1 : position].any():
+            span = np.arange(left + 1, position)
+            out[span] = np.interp(span, [left, position], [out[left], out[position]])
+        left = position
 
 
 class _Scale:
