@@ -13,6 +13,8 @@ from scipy.stats import mannwhitneyu
 from experiments.catalog import build_tables, load_runs
 from experiments.symptoms import (
     Reference,
+    RunVerdict,
+    axis_of,
     cliffs_delta,
     cohens_d,
     format_labels,
@@ -24,7 +26,10 @@ from experiments.symptoms import (
     spread_floor,
 )
 
-# behaviour -> (identity, the label it must get in every seed, measured severity)
+# behaviour -> (identity, the label it must get in every seed, measured severity). Severity
+# comes from the outcome only (here the val metric the synthetic script reports): a
+# mechanism that leaves the model as good (eval-mode training, grad in eval, a leak that
+# only flatters the val metric) is a symptom of a silent bug.
 KNOWN = {
     "flat": ("t.py::train::drop_optimizer_step#0", "no_learning", "breaks_training"),
     "diverge": ("t.py::main::scale_lr(factor=100.0)#0", "diverges", "breaks_training"),
@@ -32,11 +37,11 @@ KNOWN = {
     "nan": ("t.py::train::drop_grad_clip#0", "nan", "breaks_training"),
     "slow": ("t.py::main::scale_lr(factor=0.1)#0", "slow_convergence", "degrades"),
     "spiky": ("t.py::train::spiky#0", "loss_spike", "degrades"),
-    "eval_mode": ("t.py::train::drop_train_mode#0", "eval_mode_training", "degrades"),
-    "grad_in_eval": ("t.py::evaluate::drop_no_grad#0", "grad_in_eval", "cost_only"),
+    "eval_mode": ("t.py::train::drop_train_mode#0", "eval_mode_training", "silent"),
+    "grad_in_eval": ("t.py::evaluate::drop_no_grad#0", "grad_in_eval", "silent"),
     "leak_memory": ("t.py::train::keep_loss_graph#0", "memory_growth", "cost_only"),
     "slow_steps": ("t.py::train::slow_step#0", "slower", "cost_only"),
-    "leak_labels": ("t.py::data::leak_labels#0", "too_good", "degrades"),
+    "leak_labels": ("t.py::data::leak_labels#0", "too_good", "silent"),
 }
 
 
@@ -65,12 +70,13 @@ def test_known_bug_gets_its_label_in_every_seed(study, behaviour):
     fractions = json.loads(row["label_fractions"])
     assert fractions.get(label) == 1.0, fractions
     assert row["measured"] == severity
-    assert label in row["symptoms"]
+    column = "outcome" if axis_of(label) == "outcome" else "symptoms"
+    assert label in row[column]
 
 
 def test_no_learning_also_sits_at_chance(study):
     fractions = json.loads(row_of(study, KNOWN["flat"][0])["label_fractions"])
-    assert fractions.get("chance_val") == 1.0
+    assert fractions.get("model_at_chance") == 1.0
     assert "diverges" not in fractions
 
 
@@ -176,10 +182,20 @@ def test_cliffs_delta_bounds():
 
 
 def test_measured_severity_is_a_median_that_rounds_to_the_worse_level():
-    seeds = [["crash:X"], ["crash:X"], ["no_learning"], ["no_learning"], ["silent"]]
+    seeds = [["crash:X"], ["crash:X"], ["model_at_chance"], ["model_at_chance"], ["silent"]]
     assert measured_severity(seeds) == ("breaks_training", 0.8)
     assert measured_severity([["silent"]] * 3 + [["crash:X"]] * 2) == ("silent", 1.0)
     assert measured_severity([["slower"], ["slower"], ["silent"]])[0] == "cost_only"
+    assert measured_severity([["timeout"], ["timeout"], ["silent"]])[0] == "timeout"
+
+
+def test_symptoms_set_the_severity_only_without_a_quality_measure():
+    no_learning = [["no_learning"]] * 3
+    assert measured_severity(no_learning)[0] == "silent"  # a quality measure said fine
+    blind = [RunVerdict(["no_learning"], None, True)] * 3
+    assert measured_severity(blind)[0] == "breaks_training"  # the curve is all there is
+    partial = [RunVerdict(["timeout", "no_learning@partial"], None, False)] * 3
+    assert measured_severity(partial)[0] == "timeout"
 
 
 def test_label_fractions_and_formatting():
@@ -192,7 +208,7 @@ def test_label_fractions_and_formatting():
 def test_status_labels_and_invalid_runs():
     ref = Reference({}, 0.0, 0, ())
     assert judge_run({"status": "crash", "exc_type": "ValueError"}, ref) == ["crash:ValueError"]
-    assert judge_run({"status": "oom"}, ref) == ["crash:OutOfMemoryError"]
+    assert judge_run({"status": "oom"}, ref) == ["oom"]
     assert judge_run({"status": "timeout"}, ref) == ["timeout"]
     assert judge_run({"status": "invalid"}, ref) == ["invalid"]
     assert judge_run({"status": "ok"}, ref) == ["silent"]
