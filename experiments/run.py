@@ -54,6 +54,9 @@ class LoopConfig:
     device_arg: str | None = "--device"
     n_classes: int | None = None  # for the catalog's chance-level checks
     expected_initial_loss: float | None = None
+    # "module:function" the harness runs on the trained model after the script ends (its
+    # own data and metric, code the mutant cannot touch); null: the script's val metric.
+    holdout: str | None = None
 
 
 @dataclass
@@ -137,6 +140,7 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
         epochs_arg=loop_cfg.epochs_arg,
         seed_arg=loop_cfg.seed_arg,
         device_arg=loop_cfg.device_arg,
+        holdout=loop_cfg.holdout,
     )
     seeds = list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
     return sweeps.Sweep(

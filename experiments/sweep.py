@@ -38,6 +38,7 @@ class Loop:
     epochs_arg: str | None = "--epochs"
     seed_arg: str | None = "--seed"
     device_arg: str | None = "--device"
+    holdout: str | None = None  # "module:function": held-out evaluation of the trained model
 
     @property
     def label(self) -> str:
@@ -144,6 +145,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
                         sample_every=sweep.limits.sample_every,
                         telemetry=sweep.limits.telemetry,
                         invalid_reason=invalid_reason,
+                        holdout=loop.holdout,
                     )
                 )
     return _shard(specs, *sweep.shard)

@@ -198,6 +198,7 @@ class Runner:
             "mem_cap_mb": spec.mem_cap_mb,
             "sample_every": spec.sample_every,
             "telemetry": spec.telemetry,
+            "holdout": spec.holdout,
             "workdir": str(folder),
             "parent_pid": os.getpid(),
             "start_method": method,

@@ -56,6 +56,7 @@ class RunSpec:
     sample_every: int = 20  # gradient norm / update ratio on step 1 and every k-th after
     telemetry: bool = True  # False: no hooks (start/end/report records only), e.g. to time
     invalid_reason: str | None = None
+    holdout: str | None = None  # "module:function" run on the trained model after the script
 
     @property
     def identity(self) -> str:
@@ -80,11 +81,18 @@ class RunSpec:
 
     @property
     def key(self) -> str:
-        return cache_key(self.sha256, self.argv, self.seed, self.device, self.telemetry)
+        return cache_key(
+            self.sha256, self.argv, self.seed, self.device, self.telemetry, self.holdout
+        )
 
 
 def cache_key(
-    sha: str, argv: tuple[str, ...] | list[str], seed: int, device: str, telemetry: bool = True
+    sha: str,
+    argv: tuple[str, ...] | list[str],
+    seed: int,
+    device: str,
+    telemetry: bool = True,
+    holdout: str | None = None,
 ) -> str:
     """sha256 over what decides a run's outcome: the code that runs, its arguments, the
     seed, the device, the torch and harness versions. Paths and deadlines are left out on
@@ -99,5 +107,7 @@ def cache_key(
     }
     if not telemetry:  # a run without hooks has no curves: never a stand-in for one with
         fields["telemetry"] = False
+    if holdout:  # a run with a held-out evaluation holds more than one without
+        fields["holdout"] = holdout
     payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
