@@ -48,6 +48,7 @@ from experiments.symptoms import (
     REFERENCE,
     SEVERITY_ORDER,
     assign_roles,
+    disagreement,
     judge,
     noop_false_positives,
 )
@@ -282,8 +283,10 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
     labels = judgement.run_labels if judgement else pd.Series(dtype=object)
     frame["labels"] = [";".join(run_labels) for run_labels in labels] if len(frame) else []
     symptoms = judgement.symptoms if judgement else pd.DataFrame()
-    control = noop_false_positives(symptoms, labels, frame["role"]) if judgement else {}
-    symptoms = _annotate_symptoms(symptoms, operators)
+    control = (
+        noop_false_positives(symptoms, labels, judgement.run_severity, frame) if judgement else {}
+    )
+    symptoms = _annotate_symptoms(symptoms, operators, _optimizers(frame))
     _encode_nested(frame)
     curves = _curves_frame(runs)
     return CatalogTables(frame, curves, symptoms, control, operators)
@@ -382,12 +385,29 @@ def _category(operator: str, categories: list[str], operators: Mapping[str, Oper
     return "+".join(dict.fromkeys(categories)) if categories else ""
 
 
+def _optimizers(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(loop, device) -> the optimizer class that trained the reference's model."""
+    if "optimizer" not in frame or not len(frame):
+        return {}
+    reference = frame[(frame["role"] == "reference") & frame["optimizer"].notna()]
+    return {
+        key: str(group["optimizer"].mode().iloc[0])
+        for key, group in reference.groupby(["loop", "device"], sort=False)
+    }
+
+
 def _annotate_symptoms(
-    symptoms: pd.DataFrame, operators: Mapping[str, OperatorInfo]
+    symptoms: pd.DataFrame,
+    operators: Mapping[str, OperatorInfo],
+    optimizers: Mapping[tuple[str, str], str] | None = None,
 ) -> pd.DataFrame:
     if symptoms.empty:
         return symptoms
     symptoms = symptoms.copy()
+    optimizers = optimizers or {}
+    symptoms["optimizer"] = [
+        optimizers.get((loop, device)) for loop, device in zip(symptoms["loop"], symptoms["device"])
+    ]
     infos = [operators.get(name) for name in symptoms["operator"]]
     expected = [info.expected if info else None for info in infos]
     position = symptoms.columns.get_loc("measured")
@@ -397,7 +417,12 @@ def _annotate_symptoms(
         "agrees",
         [None if exp is None else exp == got for exp, got in zip(expected, symptoms["measured"])],
     )
-    symptoms.insert(position + 3, "summary", [info.summary if info else "" for info in infos])
+    symptoms.insert(
+        position + 3,
+        "why",
+        [disagreement(row, exp) for row, exp in zip(symptoms.to_dict("records"), expected)],
+    )
+    symptoms.insert(position + 4, "summary", [info.summary if info else "" for info in infos])
     order = {severity: index for index, severity in enumerate(SEVERITY_ORDER)}
     symptoms["_order"] = symptoms["measured"].map(lambda s: order.get(s, len(order)))
     symptoms = symptoms.sort_values(
