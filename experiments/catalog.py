@@ -102,6 +102,8 @@ class CatalogSummary:
     cached_signatures: int
     control: dict[str, Any]
     seconds: float
+    agreement: tuple[int, int] = (0, 0)  # mutants whose measured severity = declared, of
+    misleads: int = 0  # mutants whose model is fine but a reported number lies
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -559,6 +561,8 @@ def rebuild_report(
     files = write_catalog(tables, out_dir)
     say(f"wrote {len(files)} files to {out_dir}")
     judged = tables.symptoms
+    mutants = judged[judged["role"] == "mutant"] if len(judged) else judged
+    declared = mutants[mutants["agrees"].notna()] if len(mutants) else mutants
     return CatalogSummary(
         out_dir=out_dir,
         files=files,
@@ -568,4 +572,6 @@ def rebuild_report(
         cached_signatures=sum(run.cached for run in runs),
         control=tables.control,
         seconds=time.perf_counter() - started,
+        agreement=(int(declared["agrees"].astype(bool).sum()), len(declared)),
+        misleads=int((mutants["measured"] == "misleads").sum()) if len(mutants) else 0,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,18 +13,23 @@ from scipy.stats import mannwhitneyu
 
 from experiments.catalog import build_tables, load_runs
 from experiments.symptoms import (
+    LABELS,
     Reference,
     RunVerdict,
     axis_of,
     cliffs_delta,
     cohens_d,
+    disagreement,
     format_labels,
     judge_run,
     label_fractions,
     measured_severity,
     rank_test,
     rank_tests,
+    seed_sets,
     spread_floor,
+    verdict,
+    wilson_interval,
 )
 
 # behaviour -> (identity, the label it must get in every seed, measured severity). Severity
@@ -305,3 +311,117 @@ def test_known_bugs_get_their_literature_labels_on_a_real_loop(tmp_path):
     high_lr = json.loads(by_operator["scale_lr"]["label_fractions"])
     assert max(high_lr.get("diverges", 0), high_lr.get("oscillates", 0)) >= 0.8, high_lr
     assert by_operator["noop"]["measured"] == "silent", by_operator["noop"]["label_fractions"]
+
+
+# -- outcome vs symptoms, lies, scale, partial traces, control ------------------------------
+
+HEALTHY = {
+    "status": "ok",
+    "initial_loss": 2.30,
+    "final_over_initial": 0.03,
+    "max_over_initial": 1.0,
+    "peak_over_initial": 1.0,
+    "mean_log_progress": -2.0,
+    "plateau_frac": 0.05,
+    "log_slope_last_half": -0.2,
+    "val_loss_final": 0.10,
+    "val_metric_final": 0.97,
+    "holdout_metric": 0.97,
+    "holdout_loss": 0.10,
+    "holdout_chance": 0.1,
+    "val_metric_gap": 0.0,
+    "val_loss_gap": 0.0,
+}
+
+
+def healthy_reference() -> Reference:
+    jitter = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    values = {
+        "initial_loss": 2.30 + 0.01 * jitter,
+        "final_over_initial": 0.03 + 0.002 * jitter,
+        "max_over_initial": 1.0 + 0.0 * jitter,
+        "peak_over_initial": 1.0 + 0.0 * jitter,
+        "mean_log_progress": -2.0 + 0.02 * jitter,
+        "val_loss_final": 0.10 + 0.005 * jitter,
+        "val_metric_final": 0.97 + 0.004 * jitter,
+        "holdout_metric": 0.97 + 0.004 * jitter,
+        "holdout_loss": 0.10 + 0.005 * jitter,
+        "val_metric_gap": 0.0 * jitter,
+        "val_loss_gap": 0.0 * jitter,
+    }
+    return Reference(values, 0.0, 5, (0, 1, 2, 3, 4))
+
+
+def test_an_eval_only_bug_misleads_and_says_which_number_lies():
+    run = dict(HEALTHY, val_loss_final=1.50, val_loss_gap=1.40)
+    judged = verdict(run, healthy_reference(), scale_free=True)
+    assert "val_loss_lies_high" in judged.labels
+    assert judged.severity == "misleads"
+
+
+def test_a_metric_reported_on_training_data_lies_high():
+    run = dict(HEALTHY, val_metric_final=1.0, val_metric_gap=0.03)
+    judged = verdict(run, healthy_reference())
+    assert "val_metric_lies_high" in judged.labels
+    assert judged.severity == "misleads"
+
+
+def test_a_worse_model_is_not_a_lie():
+    run = dict(HEALTHY, holdout_metric=0.80, val_metric_final=0.80, final_over_initial=0.2)
+    judged = verdict(run, healthy_reference())
+    assert "worse_model" in judged.labels
+    assert not any("lies" in label for label in judged.labels)
+    assert judged.severity == "degrades"
+
+
+def test_a_rescaled_loss_is_judged_on_its_own_scale():
+    # Softmax before cross-entropy: the loss floors at 0.63 of its start; accuracy intact.
+    run = dict(HEALTHY, final_over_initial=0.63, mean_log_progress=-0.4, plateau_frac=0.6)
+    assert "slow_convergence" in judge_run(run, healthy_reference(), scale_free=False)
+    judged = verdict(run, healthy_reference(), scale_free=True)
+    assert "slow_convergence" not in judged.labels
+    assert "loss_floor" in judged.labels
+    assert judged.severity == "silent"
+
+
+def test_labels_of_a_crashed_run_are_marked_partial():
+    run = {"status": "crash", "exc_type": "RuntimeError", "initial_loss": 9.0}
+    judged = verdict(run, healthy_reference())
+    assert judged.labels == ["crash:RuntimeError", "init_loss_off@partial"]
+    assert judged.severity == "crash" and not judged.finished
+
+
+def test_timeout_is_not_a_crash():
+    assert verdict({"status": "timeout"}, healthy_reference()).severity == "timeout"
+
+
+def test_disagreement_names_adam_for_a_rescaled_loss():
+    row = {
+        "measured": "silent",
+        "label_fractions": json.dumps({"init_loss_off": 1.0}),
+        "n_seeds": 5,
+        "mutant_initial_loss": 147.0,
+        "ref_initial_loss": 2.30,
+        "mutant_holdout_metric": 0.969,
+        "ref_holdout_metric": 0.969,
+        "optimizer": "Adam",
+    }
+    line = disagreement(row, "degrades")
+    assert line.startswith("Adam rescales gradients") and "0.969 vs reference 0.969" in line
+    assert disagreement(dict(row, optimizer="SGD"), "degrades").startswith("init_loss_off")
+    assert disagreement(row, "silent") == ""
+
+
+def test_wilson_interval_and_seed_sets():
+    low, high = wilson_interval(0, 20)
+    assert low == 0.0 and high == pytest.approx(0.161, abs=1e-3)
+    sets = seed_sets(list(range(8)), 5)
+    assert len(sets) == 20 and len(set(sets)) == 20
+    assert all(len(chosen) == 5 for chosen in sets)
+    assert seed_sets(list(range(5)), 5) == [tuple(range(5))]
+
+
+def test_docs_list_every_declared_label():
+    text = (Path(__file__).parents[1] / "docs" / "truth.md").read_text(encoding="utf-8")
+    for name, label in LABELS.items():
+        assert f"| `{name}` | {label.axis} | {label.severity} |" in text, name
