@@ -346,7 +346,7 @@ def _summary(
         if d is not None:
             effects[feature] = d
     for feature in SUMMARY_FEATURES:
-        mutant_values = table.values(feature, members)
+        mutant_values = table.values(feature, finished)
         ref_values = table.values(feature, ref_positions, ok_only=True)
         row[f"mutant_{feature}"] = float(np.median(mutant_values)) if mutant_values.size else None
         row[f"ref_{feature}"] = float(np.median(ref_values)) if ref_values.size else None
