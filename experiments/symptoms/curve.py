@@ -88,8 +88,10 @@ def _loss_floor(run: Run, ref: Reference, context: Context) -> bool:
     # near 1.46 for 10 classes while accuracy is intact.
     if not context["scale_free"] or _model_worse(context):
         return False
-    ratio, plateau = run.get("final_over_initial"), run.get("plateau_frac")
-    return is_number(ratio) and 0.4 < ratio <= 0.9 and is_number(plateau) and plateau > 0.2
+    ratio, slope = run.get("final_over_initial"), run.get("log_slope_last_half")
+    plateau = run.get("plateau_frac")
+    flat = (is_number(slope) and abs(slope) < 0.05) or (is_number(plateau) and plateau > 0.2)
+    return is_number(ratio) and 0.4 < ratio <= 0.9 and flat
 
 
 def _oscillates(run: Run, ref: Reference, context: Context) -> bool:

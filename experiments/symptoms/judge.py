@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.symptoms.curve import SYMPTOMS
-from experiments.symptoms.outcome import OUTCOMES, quality_source
+from experiments.symptoms.outcome import COSTS, LIES, OUTCOMES, quality_source
 from experiments.symptoms.reference import (
     EFFECT_Z,
     JUDGED_FEATURES,
@@ -91,8 +91,13 @@ def verdict(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = False)
     # that do not need a finished run are judged, and they are marked as partial.
     stopped = status in EARLY_STOP_STATUSES or is_number(run.get("first_nan_step"))
     quality = None if stopped else quality_source(run, ref)
-    context: dict[str, Any] = {"scale_free": scale_free, "quality": quality, "outcome": labels}
-    for group in (OUTCOMES, SYMPTOMS):
+    context: dict[str, Any] = {
+        "scale_free": scale_free,
+        "quality": quality,
+        "outcome": labels,
+        "symptoms": [],
+    }
+    for group in (OUTCOMES, COSTS, SYMPTOMS, LIES):
         for label in group:
             if stopped and label.needs_finished_run:
                 continue
@@ -100,6 +105,7 @@ def verdict(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = False)
                 labels.append(label.name)
         labels = _unsuppressed(labels)
         context["outcome"] = [label for label in labels if axis_of(label) == "outcome"]
+        context["symptoms"] = [label for label in labels if axis_of(label) == "symptom"]
     if stopped:
         labels = [_mark_partial(label) for label in labels]
     return RunVerdict(labels or ["silent"], quality, not stopped)

@@ -70,8 +70,20 @@ def _worse_model(run: Run, ref: Reference, context: Context) -> bool:
     return center - metric > max(PRACTICAL_SHARE * abs(margin), 0.005)
 
 
+# Curve symptoms that mean training itself went differently from the reference's.
+TRAINING_SYMPTOMS = (
+    "diverges",
+    "no_learning",
+    "slow_convergence",
+    "oscillates",
+    "loss_spike",
+    "overfits",
+    "eval_mode_training",
+)
+
+
 def _training_as_reference(run: Run, ref: Reference, context: Context) -> bool:
-    """Same loss scale, same descent, same model: nothing in training changed."""
+    """Same loss scale, same descent, no training symptom, same model: training unchanged."""
     init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
     same_start = is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
     ratio, ref_ratio = run.get("final_over_initial"), ref.center("final_over_initial")
@@ -80,10 +92,11 @@ def _training_as_reference(run: Run, ref: Reference, context: Context) -> bool:
         and ref_ratio is not None
         and (ref.within(run, "final_over_initial") or abs(ratio - ref_ratio) <= 0.05)
     )
+    quiet = not any(label in TRAINING_SYMPTOMS for label in context.get("symptoms", ()))
     same_model = not any(
         label in ("worse_model", "model_at_chance", "nan") for label in context["outcome"]
     )
-    return same_start and same_descent and same_model
+    return same_start and same_descent and quiet and same_model
 
 
 def _metric_lie(direction: int):
@@ -91,6 +104,8 @@ def _metric_lie(direction: int):
         # Only a held-out evaluation can tell a wrong val metric from a worse model.
         if context["quality"] != "holdout" or not _training_as_reference(run, ref, context):
             return False
+        if not ref.within(run, "holdout_metric"):
+            return False  # the model itself changed: its numbers may honestly move
         z = ref.z("val_metric_gap", run.get("val_metric_gap"))
         found = _margins(run, ref, "holdout")
         if z is None or found is None or direction * z <= EFFECT_Z:
@@ -109,6 +124,8 @@ def _loss_lie(direction: int):
         # With a held-out loss, the reported loss is compared with the truth on the same
         # model; without one, with the reference's reported loss.
         feature = "val_loss_gap" if context["quality"] == "holdout" else "val_loss_final"
+        if feature == "val_loss_gap" and not ref.within(run, "holdout_loss"):
+            return False  # the model's true loss moved: the reported one may be honest
         z, center = ref.z(feature, run.get(feature)), ref.center(feature)
         if z is None or center is None or not truth or direction * z <= EFFECT_Z:
             return False
@@ -163,6 +180,9 @@ OUTCOMES = (
     declare(Label("worse_model", "outcome", "degrades",
                   "the trained model scores clearly below the reference's",
                   _worse_model, suppressed_by=("model_at_chance",))),
+)  # fmt: skip
+# Judged after the symptoms: a number lies only while training shows nothing.
+LIES = (
     declare(Label("val_metric_lies_high", "outcome", "misleads",
                   "the reported val metric is higher than the held-out one says", _metric_lie(1))),
     declare(Label("val_metric_lies_low", "outcome", "misleads",
@@ -173,6 +193,8 @@ OUTCOMES = (
     declare(Label("val_loss_lies_low", "outcome", "misleads",
                   "training is as the reference's but the reported val loss is too low",
                   _loss_lie(-1))),
+)  # fmt: skip
+COSTS = (
     declare(Label("memory_growth", "outcome", "cost_only",
                   "memory grows step after step (16 MB or more beyond the reference)",
                   _memory_growth, needs_finished_run=False)),
