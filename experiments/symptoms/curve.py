@@ -164,6 +164,8 @@ def _fraction_rule(feature: str):
 
 
 def _grad_in_eval(run: Run, ref: Reference, context: Context) -> bool:
+    # Needs a finished run: in a run that crashed between forward and backward, the last
+    # training forward never got its backward and counts as an eval forward with grad.
     # A training forward whose backward never comes (the backward was dropped) also
     # counts as an eval forward with grad; then the eval forwards balloon past the
     # reference's evaluation, and the loss labels already tell that story.
@@ -206,5 +208,5 @@ SYMPTOMS = (
                   _fraction_rule("eval_mode_train_frac"), needs_finished_run=False)),
     declare(Label("grad_in_eval", "symptom", "cost_only",
                   "more than half the evaluation forwards ran with gradients enabled",
-                  _grad_in_eval, needs_finished_run=False)),
+                  _grad_in_eval)),
 )  # fmt: skip
