@@ -562,7 +562,7 @@ def rebuild_report(
     say(f"wrote {len(files)} files to {out_dir}")
     judged = tables.symptoms
     mutants = judged[judged["role"] == "mutant"] if len(judged) else judged
-    declared = mutants[mutants["agrees"].notna()] if len(mutants) else mutants
+    declared = mutants[mutants["agrees"].notna()] if len(mutants) else pd.DataFrame({"agrees": []})
     return CatalogSummary(
         out_dir=out_dir,
         files=files,
