@@ -421,6 +421,12 @@ def test_wilson_interval_and_seed_sets():
     assert seed_sets(list(range(5)), 5) == [tuple(range(5))]
 
 
+def test_every_label_has_plain_words_for_the_docs_and_the_quiz():
+    for name, label in LABELS.items():
+        assert label.description and label.hint, name
+        assert "(" not in label.hint, name  # the quiz never names the code
+
+
 def test_docs_list_every_declared_label():
     text = (Path(__file__).parents[1] / "docs" / "truth.md").read_text(encoding="utf-8")
     for name, label in LABELS.items():

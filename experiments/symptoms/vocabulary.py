@@ -55,6 +55,7 @@ class Label:
     check: Check | None = None  # None: given by the judge itself (status labels)
     needs_finished_run: bool = True
     suppressed_by: tuple[str, ...] = ()
+    hint: str = ""  # what a learner sees, never naming the code (the quiz's wording)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITY_ORDER:
