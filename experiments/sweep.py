@@ -89,6 +89,21 @@ def find_script(script: str) -> Path:
     )
 
 
+def check_holdout(spec: str | None) -> None:
+    """A loop's held-out evaluation must name an importable ``module:function``."""
+    if not spec:
+        return
+    from experiments.harness.holdout import resolve
+
+    try:
+        resolve(spec)
+    except (ValueError, ImportError, AttributeError) as error:
+        raise SweepError(
+            f"loop.holdout={spec}: {error}; expected package.module:function, "
+            "e.g. reference_loops.holdout.digits:scaled_pixels"
+        ) from None
+
+
 def operators_for(specs: Sequence[str]) -> list[Operator]:
     """Operator instances for specs like ``drop_zero_grad``, ``scale_lr(factor=0.01)``,
     ``all`` or ``variants``; an unknown name lists the valid ones."""
@@ -122,6 +137,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
     specs: list[RunSpec] = []
     for loop in sweep.loops:
         path = find_script(loop.script)
+        check_holdout(loop.holdout)
         source = path.read_text(encoding="utf-8")
         variants: list[tuple[dict | None, str, str | None]] = []
         if sweep.reference or not operators:

@@ -65,5 +65,14 @@ def test_without_a_holdout_nothing_runs_and_the_cache_key_differs(rows):
 
 
 def test_resolve_rejects_a_malformed_spec():
-    with pytest.raises(ValueError, match="expected module:function"):
+    with pytest.raises(ValueError, match="not of the form module:function"):
         resolve("holdout_tiny.accuracy")
+
+
+def test_a_holdout_that_cannot_be_imported_is_a_user_error(tmp_path):
+    from experiments.sweep import Loop, Sweep, SweepError, build
+
+    for spec in ("not_a_spec", "no_such_module_xyz:f", "reference_loops.holdout.digits:nope"):
+        loop = Loop("reference_loops/mlp_digits.py", holdout=spec)
+        with pytest.raises(SweepError, match=r"expected package\.module:function"):
+            build(Sweep(loops=[loop]))

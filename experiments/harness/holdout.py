@@ -32,7 +32,7 @@ def resolve(spec: str) -> HoldoutFn:
     """``package.module:function`` -> the function (ValueError for a malformed spec)."""
     module_name, _, function_name = spec.partition(":")
     if not module_name or not function_name:
-        raise ValueError(f"holdout {spec!r}: expected module:function")
+        raise ValueError("not of the form module:function")
     return getattr(importlib.import_module(module_name), function_name)
 
 
