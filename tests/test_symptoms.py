@@ -402,6 +402,8 @@ def test_disagreement_names_adam_for_a_rescaled_loss():
         "n_seeds": 5,
         "mutant_initial_loss": 147.0,
         "ref_initial_loss": 2.30,
+        "mutant_final_over_initial": 0.031,
+        "ref_final_over_initial": 0.030,
         "mutant_holdout_metric": 0.969,
         "ref_holdout_metric": 0.969,
         "optimizer": "Adam",
@@ -410,6 +412,9 @@ def test_disagreement_names_adam_for_a_rescaled_loss():
     assert line.startswith("Adam rescales gradients") and "0.969 vs reference 0.969" in line
     assert disagreement(dict(row, optimizer="SGD"), "degrades").startswith("init_loss_off")
     assert disagreement(row, "silent") == ""
+    # Another curve shape is another loss function, not a rescaled one.
+    mse = dict(row, mutant_initial_loss=0.11, mutant_final_over_initial=0.06)
+    assert disagreement(mse, "degrades").startswith("a different loss (initial loss x0.0478")
 
 
 def test_wilson_interval_and_seed_sets():

@@ -38,11 +38,21 @@ def disagreement(row: Mapping[str, Any], expected: str | None) -> str:
         return f"training is untouched ({quality}), but {_lying_number(row, fractions)}"
     ratio = _ratio(row.get("mutant_initial_loss"), row.get("ref_initial_loss"))
     optimizer = row.get("optimizer")
-    if ratio is not None and abs(ratio - 1) > 0.2 and optimizer in ADAPTIVE_OPTIMIZERS:
-        return (
-            f"{optimizer} rescales gradients by their running size, so a loss on another "
-            f"scale (initial loss x{ratio:.3g}) trains the same model: {quality}"
-        )
+    if ratio is not None and abs(ratio - 1) > 0.2:
+        # The same curve shape at another scale is a constant factor on the loss; a
+        # different shape is a different loss function.
+        shape = _ratio(row.get("mutant_final_over_initial"), row.get("ref_final_over_initial"))
+        rescaled = shape is not None and abs(shape - 1) <= 0.3
+        if rescaled and optimizer in ADAPTIVE_OPTIMIZERS:
+            return (
+                f"{optimizer} rescales gradients by their running size, so a loss scaled "
+                f"x{ratio:.3g} (initial loss) trains the same model: {quality}"
+            )
+        if not rescaled and quality and measured in ("silent", "cost_only", "misleads"):
+            return (
+                f"a different loss (initial loss x{ratio:.3g}, the curve another shape) "
+                f"trains a model as good here: {quality}"
+            )
     fired = [name for name in MECHANISMS if any(base_name(k) == name for k in fractions)]
     if fired:
         how = ", ".join(fired)

@@ -147,12 +147,18 @@ def _memory_growth(run: Run, ref: Reference, context: Context) -> bool:
     return ref.above(run, "mem_growth_mb_per_step") and (slope - center) * steps >= 16.0
 
 
+# Wall time on a shared machine is noisy: runs of an unmutated loop made later in a sweep,
+# under more load, measured 2.1x its reference's time (docs/truth.md). A cost must be
+# larger than that to count.
+SLOWER_FACTOR = 2.5
+
+
 def _slower(run: Run, ref: Reference, context: Context) -> bool:
     center = ref.center("train_time_s")
     return (
         ref.above(run, "train_time_s")
         and center is not None
-        and run["train_time_s"] >= 1.5 * center
+        and run["train_time_s"] >= SLOWER_FACTOR * center
     )
 
 
@@ -210,6 +216,6 @@ COSTS = (
                   _memory_growth, needs_finished_run=False,
                   hint="memory grows step after step")),
     declare(Label("slower", "outcome", "cost_only",
-                  "training took 1.5x the reference's time", _slower,
+                  "training took 2.5x the reference's time or more", _slower,
                   hint="training takes noticeably longer")),
 )  # fmt: skip
