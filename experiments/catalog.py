@@ -67,6 +67,10 @@ CATALOG_FILES = (
     "report.html",
 )
 INTERACTION_FILES = ("interactions.csv", "interactions.md")
+# Outlive a rebuild: the measured interactions and the list of runs the catalog was built
+# from (``catalog_job.SWEEP_FILE``; without it a later ``trainwreck report`` judges every
+# stored run, without the loops' class counts).
+CARRIED_FILES = (*INTERACTION_FILES, "sweep.json")
 CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
 _LIST_FIELDS = ("operators", "categories", "params", "lines", "mutant_lines", "argv")
 
@@ -484,9 +488,7 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # Measured bug interactions (``trainwreck quiz interactions``) outlive a catalog rebuild.
     carried = {
-        name: (out_dir / name).read_bytes()
-        for name in INTERACTION_FILES
-        if (out_dir / name).is_file()
+        name: (out_dir / name).read_bytes() for name in CARRIED_FILES if (out_dir / name).is_file()
     }
     interactions = (
         pd.read_csv(io.BytesIO(carried[INTERACTION_FILES[0]]))
