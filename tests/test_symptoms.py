@@ -118,6 +118,10 @@ def test_false_positive_rate_over_loops_and_seed_sets(tmp_path):
     assert tables.control["noop_groups"] == 12
     assert tables.control["group_fpr"] <= 0.05
     assert tables.control["run_fpr"] <= 0.05, tables.control["labels_fired"]
+    # One seed-set per loop (a pool of 5 for mutants of 5 seeds), with its interval.
+    assert tables.control["noop_sets"] == 12
+    low, high = tables.control["set_fpr_ci"]
+    assert low <= tables.control["set_fpr"] <= high and high < 0.3
     mutants = tables.symptoms[tables.symptoms["role"] == "mutant"]
     assert (mutants["measured"] == "breaks_training").all()
 
