@@ -440,3 +440,22 @@ def test_docs_list_every_declared_label():
     text = (Path(__file__).parents[1] / "docs" / "truth.md").read_text(encoding="utf-8")
     for name, label in LABELS.items():
         assert f"| `{name}` | {label.axis} | {label.severity} |" in text, name
+
+
+def test_a_larger_control_pool_gives_twenty_seed_sets_per_loop(tmp_path):
+    write_study(
+        tmp_path,
+        mutants=[("flat", "t.py::train::drop_optimizer_step#0", ("drop_optimizer_step",))],
+        seeds=tuple(range(5)),
+        noop_seeds=tuple(range(100, 108)),
+    )
+    control = build_tables(load_runs(tmp_path)).control
+    assert control["noop_runs"] == 8
+    (per_loop,) = control["per_loop"].values()
+    assert per_loop == {
+        "pool": 8,
+        "set_size": 5,
+        "sets": 20,
+        "sets_not_silent": 0,
+    }
+    assert control["set_fpr"] == 0.0 and control["set_fpr_ci"][1] == pytest.approx(0.161, abs=1e-3)
