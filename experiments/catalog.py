@@ -50,6 +50,7 @@ from experiments.symptoms import (
     REFERENCE,
     SEVERITY_ORDER,
     assign_roles,
+    disagreement,
     judge,
     noop_false_positives,
 )
@@ -68,6 +69,10 @@ CATALOG_FILES = (
     "study.md",
     "report.html",
 )
+# Outlive a rebuild: the measured interactions and the list of runs the catalog was built
+# from (``catalog_job.SWEEP_FILE``; without it a later ``trainwreck report`` judges every
+# stored run, without the loops' class counts).
+CARRIED_FILES = (*INTERACTION_FILES, "sweep.json")
 CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
 _LIST_FIELDS = ("operators", "categories", "params", "lines", "mutant_lines", "argv")
 
@@ -94,6 +99,8 @@ class CatalogSummary:
     cached_signatures: int
     control: dict[str, Any]
     seconds: float
+    agreement: tuple[int, int] = (0, 0)  # mutants whose measured severity = declared, of
+    misleads: int = 0  # mutants whose model is fine but a reported number lies
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -276,8 +283,10 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
     labels = judgement.run_labels if judgement else pd.Series(dtype=object)
     frame["labels"] = [";".join(run_labels) for run_labels in labels] if len(frame) else []
     symptoms = judgement.symptoms if judgement else pd.DataFrame()
-    control = noop_false_positives(symptoms, labels, frame["role"]) if judgement else {}
-    symptoms = _annotate_symptoms(symptoms, operators)
+    control = (
+        noop_false_positives(symptoms, labels, judgement.run_severity, frame) if judgement else {}
+    )
+    symptoms = _annotate_symptoms(symptoms, operators, _optimizers(frame))
     _encode_nested(frame)
     curves = _curves_frame(runs)
     return CatalogTables(frame, curves, symptoms, control, operators)
@@ -376,12 +385,29 @@ def _category(operator: str, categories: list[str], operators: Mapping[str, Oper
     return "+".join(dict.fromkeys(categories)) if categories else ""
 
 
+def _optimizers(frame: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(loop, device) -> the optimizer class that trained the reference's model."""
+    if "optimizer" not in frame or not len(frame):
+        return {}
+    reference = frame[(frame["role"] == "reference") & frame["optimizer"].notna()]
+    return {
+        key: str(group["optimizer"].mode().iloc[0])
+        for key, group in reference.groupby(["loop", "device"], sort=False)
+    }
+
+
 def _annotate_symptoms(
-    symptoms: pd.DataFrame, operators: Mapping[str, OperatorInfo]
+    symptoms: pd.DataFrame,
+    operators: Mapping[str, OperatorInfo],
+    optimizers: Mapping[tuple[str, str], str] | None = None,
 ) -> pd.DataFrame:
     if symptoms.empty:
         return symptoms
     symptoms = symptoms.copy()
+    optimizers = optimizers or {}
+    symptoms["optimizer"] = [
+        optimizers.get((loop, device)) for loop, device in zip(symptoms["loop"], symptoms["device"])
+    ]
     infos = [operators.get(name) for name in symptoms["operator"]]
     expected = [info.expected if info else None for info in infos]
     position = symptoms.columns.get_loc("measured")
@@ -391,7 +417,12 @@ def _annotate_symptoms(
         "agrees",
         [None if exp is None else exp == got for exp, got in zip(expected, symptoms["measured"])],
     )
-    symptoms.insert(position + 3, "summary", [info.summary if info else "" for info in infos])
+    symptoms.insert(
+        position + 3,
+        "why",
+        [disagreement(row, exp) for row, exp in zip(symptoms.to_dict("records"), expected)],
+    )
+    symptoms.insert(position + 4, "summary", [info.summary if info else "" for info in infos])
     order = {severity: index for index, severity in enumerate(SEVERITY_ORDER)}
     symptoms["_order"] = symptoms["measured"].map(lambda s: order.get(s, len(order)))
     symptoms = symptoms.sort_values(
@@ -451,9 +482,7 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # Measured bug interactions (``trainwreck quiz interactions``) outlive a catalog rebuild.
     carried = {
-        name: (out_dir / name).read_bytes()
-        for name in INTERACTION_FILES
-        if (out_dir / name).is_file()
+        name: (out_dir / name).read_bytes() for name in CARRIED_FILES if (out_dir / name).is_file()
     }
     interactions = (
         pd.read_csv(io.BytesIO(carried[INTERACTION_FILES[0]]))
@@ -526,6 +555,8 @@ def rebuild_report(
     files = write_catalog(tables, out_dir)
     say(f"wrote {len(files)} files to {out_dir}")
     judged = tables.symptoms
+    mutants = judged[judged["role"] == "mutant"] if len(judged) else judged
+    declared = mutants[mutants["agrees"].notna()] if len(mutants) else pd.DataFrame({"agrees": []})
     return CatalogSummary(
         out_dir=out_dir,
         files=files,
@@ -535,4 +566,6 @@ def rebuild_report(
         cached_signatures=sum(run.cached for run in runs),
         control=tables.control,
         seconds=time.perf_counter() - started,
+        agreement=(int(declared["agrees"].astype(bool).sum()), len(declared)),
+        misleads=int((mutants["measured"] == "misleads").sum()) if len(mutants) else 0,
     )

@@ -66,7 +66,9 @@ PROFILES = {
     "full": Profile(
         loops=loop_names(),
         seeds=_preset_seeds(),
-        noop_seeds=_noop_seeds(_preset_seeds()),
+        # 8 control seeds per loop: 56 distinct seed-sets of 5, of which the catalog judges
+        # 20 for the noop false-positive rate (docs/truth.md); 3 runs per loop more.
+        noop_seeds=_noop_seeds(range(8)),
         description=f"every loop x every mutant x {len(_preset_seeds())} seeds (the catalog preset's)",
         # At their own default budgets the eight loops need 21 min of CPU on 2 cores, 44% of
         # it char_lm; these budgets fit 15 min and every loop still learns clearly (char_lm
@@ -272,16 +274,26 @@ def _record_sweep(out_dir: Path, keys: Sequence[str], n_classes) -> None:
 
 def _print_summary(summary) -> None:
     control = summary.control or {}
-    rate = control.get("group_fpr")
+    rate, interval = control.get("set_fpr"), control.get("set_fpr_ci")
     noop = (
-        f"; noop control: {control.get('noop_groups_not_silent')} of "
-        f"{control.get('noop_groups')} loops not silent (false-positive rate {rate:.0%})"
-        if isinstance(rate, float)
+        f"; noop control: {control.get('noop_sets_not_silent')} of "
+        f"{control.get('noop_sets')} seed-sets not silent (false-positive rate {rate:.0%}, "
+        f"95% CI {interval[0]:.0%}-{interval[1]:.0%})"
+        if isinstance(rate, float) and interval
+        else ""
+    )
+    agree, declared = summary.agreement
+    verdicts = (
+        f"[trainwreck] measured severity agrees with the declared one for {agree} of "
+        f"{declared} mutants ({agree / declared:.0%}); {summary.misleads} mutants mislead "
+        "(model fine, a reported number wrong)\n"
+        if declared
         else ""
     )
     print(
         f"[trainwreck] catalog: {summary.n_mutants} mutants over {summary.n_loops} loops{noop}\n"
-        f"[trainwreck] wrote {summary.out_dir}/ (symptoms.md, study.md, report.html, runs.parquet, ...)",
+        + verdicts
+        + f"[trainwreck] wrote {summary.out_dir}/ (symptoms.md, study.md, report.html, runs.parquet, ...)",
         file=sys.stderr,
     )
 

@@ -65,6 +65,9 @@ class LoopConfig:
     flag_style: str = "space"  # "space": --seed 0; "equals": --seed=0 (configurator style)
     n_classes: int | None = None  # for the catalog's chance-level checks
     expected_initial_loss: float | None = None
+    # "module:function" the harness runs on the trained model after the script ends (its
+    # own data and metric, code the mutant cannot touch); null: the script's val metric.
+    holdout: str | None = None
 
 
 @dataclass
@@ -153,6 +156,7 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
         cwd=to_absolute_path(loop_cfg.cwd or "."),
         mutate=tuple(str(entry) for entry in loop_cfg.mutate),
         flag_style=loop_cfg.flag_style,
+        holdout=loop_cfg.holdout,
     )
     seeds = list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
     return sweeps.Sweep(

@@ -38,6 +38,13 @@ Feature reference (units in brackets):
   ``val_metric_final``, ``val_metric_best``, ``val_metric_vs_chance`` (final - 1/C;
   ``val_metric`` is taken to be accuracy-like, higher is better; a report may carry
   ``chance`` to override 1/C).
+- ``holdout_metric``, ``holdout_loss``, ``holdout_chance``: the loop's held-out evaluation
+  of the trained model (``holdout`` record, written by the harness after the script ended;
+  see ``experiments/harness/holdout.py``), ``None`` when the loop has none or the run did not
+  finish; ``val_metric_gap`` / ``val_loss_gap``: what the script reported minus the held-out
+  value (about 0 for an honest evaluation on the same split); ``optimizer``: class name of
+  the optimizer that trained the model; ``holdout_error``: why the held-out evaluation
+  could not run (text).
 - ``grad_norm_median``, ``grad_norm_max``, ``grad_norm_trend`` (slope of log10 grad norm
   [per 100 steps]), ``update_ratio_median`` (healthy ~1e-3).
 - ``optimizer_steps``, ``backward_calls``.
@@ -60,7 +67,7 @@ import numpy as np
 
 from experiments.trace import decode_float
 
-Feature = float | int | None
+Feature = float | int | str | None
 
 SPIKE_FACTOR = 3.0
 SPIKE_WINDOW = 20
@@ -91,6 +98,13 @@ FEATURES = (
     "val_metric_final",
     "val_metric_best",
     "val_metric_vs_chance",
+    "holdout_metric",
+    "holdout_loss",
+    "holdout_chance",
+    "val_metric_gap",
+    "val_loss_gap",
+    "optimizer",
+    "holdout_error",
     "grad_norm_median",
     "grad_norm_max",
     "grad_norm_trend",
@@ -143,6 +157,7 @@ def signature_of(
     features.update(_loss_features(losses, n_classes))
     features["train_time_s"] = _span(kinds.get(source, []))
     features.update(_validation_features(reports, features["final_loss"], n_classes))
+    features.update(_holdout_features(kinds.get("holdout", []), features))
     features.update(_step_features(kinds.get("step", [])))
     features.update(_counter_features(kinds, result))
     if features["time_per_step"] is None and features["wall_s"] and features["optimizer_steps"]:
@@ -325,6 +340,29 @@ def _validation_features(
             chance = 1.0 / n_classes
         if chance is not None:
             out["val_metric_vs_chance"] = metrics[-1] - chance
+    return out
+
+
+def _holdout_features(
+    records: list[dict[str, Any]], features: Mapping[str, Feature]
+) -> dict[str, Feature]:
+    if not records:
+        return {}
+    record = records[-1]
+    out: dict[str, Feature] = {
+        "optimizer": record.get("optimizer") if isinstance(record.get("optimizer"), str) else None,
+        "holdout_error": record.get("error") if isinstance(record.get("error"), str) else None,
+    }
+    for key in ("metric", "loss", "chance"):
+        value = _as_float(record[key]) if record.get(key) is not None else math.nan
+        out[f"holdout_{key}"] = value if math.isfinite(value) else None
+    for reported, truth, gap in (
+        ("val_metric_final", "holdout_metric", "val_metric_gap"),
+        ("val_loss_final", "holdout_loss", "val_loss_gap"),
+    ):
+        mine, true = features.get(reported), out.get(truth)
+        if isinstance(mine, int | float) and isinstance(true, int | float):
+            out[gap] = float(mine) - float(true)
     return out
 
 

@@ -56,6 +56,7 @@ class Loop:
     cwd: str | None = None
     mutate: tuple[str, ...] = ()
     flag_style: str = "space"  # "equals": --seed=0 for every flag the harness adds
+    holdout: str | None = None  # "module:function": held-out evaluation of the trained model
 
     @property
     def folder(self) -> Path:
@@ -147,6 +148,21 @@ def _resolve(script: str, folder: Path) -> Path | None:
     return None
 
 
+def check_holdout(spec: str | None) -> None:
+    """A loop's held-out evaluation must name an importable ``module:function``."""
+    if not spec:
+        return
+    from experiments.harness.holdout import resolve
+
+    try:
+        resolve(spec)
+    except (ValueError, ImportError, AttributeError) as error:
+        raise SweepError(
+            f"loop.holdout={spec}: {error}; expected package.module:function, "
+            "e.g. reference_loops.holdout.digits:scaled_pixels"
+        ) from None
+
+
 def operators_for(specs: Sequence[str]) -> list[Operator]:
     """Operator instances for specs like ``drop_zero_grad``, ``scale_lr(factor=0.01)``,
     ``all`` or ``variants``; an unknown name lists the valid ones."""
@@ -187,6 +203,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
         if not folder.is_dir():
             raise SweepError(f"loop.cwd: {folder} is not a folder")
         path = find_script(loop.script, folder)
+        check_holdout(loop.holdout)
         source = path.read_text(encoding="utf-8")
         try:
             files = mutated_files(path, folder, loop.mutate)
@@ -224,6 +241,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
                         cwd=str(folder),
                         target=None if file == path else str(file),
                         context=context,
+                        holdout=loop.holdout,
                     )
                 )
     return _shard(specs, *sweep.shard)

@@ -9,6 +9,7 @@ tables show it as such (a mutant that ran on some seeds is judged on those alone
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -54,4 +55,13 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
     if rows:
         extra = pd.DataFrame(rows).reindex(columns=symptoms.columns)
         symptoms = pd.concat([symptoms, extra], ignore_index=True) if len(symptoms) else extra
-    return type(judgement)(pd.Series(labels, index=frame.index, dtype=object), symptoms)
+    severity = [
+        None if set_aside else judgement.run_severity.get(index)
+        for index, set_aside in zip(frame.index, aside)
+    ]
+    return dataclasses.replace(
+        judgement,
+        run_labels=pd.Series(labels, index=frame.index, dtype=object),
+        run_severity=pd.Series(severity, index=frame.index, dtype=object),
+        symptoms=symptoms,
+    )

@@ -27,7 +27,17 @@ DOC_SECTIONS = ("Bug", "Impact", "Fix", "Check")
 _SECTION = re.compile(r"\b(" + "|".join(DOC_SECTIONS) + r"):\s+")
 
 CATEGORIES = ("gradient", "loss", "mode", "device", "data", "optim", "numerics", "checkpoint")
-SEVERITIES = ("crash", "breaks_training", "degrades", "silent", "cost_only")
+# The one severity vocabulary, worst first: operators declare their expected level from it
+# and the catalog measures into it (experiments.symptoms re-exports it as SEVERITY_ORDER).
+SEVERITIES = (
+    "crash",
+    "timeout",
+    "breaks_training",
+    "degrades",
+    "misleads",
+    "cost_only",
+    "silent",
+)
 
 # What a rewrite may return for a node: a new node, a removal, or several statements.
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,19 +13,29 @@ from scipy.stats import mannwhitneyu
 
 from experiments.catalog import build_tables, load_runs
 from experiments.symptoms import (
+    LABELS,
     Reference,
+    RunVerdict,
+    axis_of,
     cliffs_delta,
     cohens_d,
+    disagreement,
     format_labels,
     judge_run,
     label_fractions,
     measured_severity,
     rank_test,
     rank_tests,
+    seed_sets,
     spread_floor,
+    verdict,
+    wilson_interval,
 )
 
-# behaviour -> (identity, the label it must get in every seed, measured severity)
+# behaviour -> (identity, the label it must get in every seed, measured severity). Severity
+# comes from the outcome only (here the val metric the synthetic script reports): a
+# mechanism that leaves the model as good (eval-mode training, grad in eval, a leak that
+# only flatters the val metric) is a symptom of a silent bug.
 KNOWN = {
     "flat": ("t.py::train::drop_optimizer_step#0", "no_learning", "breaks_training"),
     "diverge": ("t.py::main::scale_lr(factor=100.0)#0", "diverges", "breaks_training"),
@@ -32,11 +43,11 @@ KNOWN = {
     "nan": ("t.py::train::drop_grad_clip#0", "nan", "breaks_training"),
     "slow": ("t.py::main::scale_lr(factor=0.1)#0", "slow_convergence", "degrades"),
     "spiky": ("t.py::train::spiky#0", "loss_spike", "degrades"),
-    "eval_mode": ("t.py::train::drop_train_mode#0", "eval_mode_training", "degrades"),
-    "grad_in_eval": ("t.py::evaluate::drop_no_grad#0", "grad_in_eval", "cost_only"),
+    "eval_mode": ("t.py::train::drop_train_mode#0", "eval_mode_training", "silent"),
+    "grad_in_eval": ("t.py::evaluate::drop_no_grad#0", "grad_in_eval", "silent"),
     "leak_memory": ("t.py::train::keep_loss_graph#0", "memory_growth", "cost_only"),
     "slow_steps": ("t.py::train::slow_step#0", "slower", "cost_only"),
-    "leak_labels": ("t.py::data::leak_labels#0", "too_good", "degrades"),
+    "leak_labels": ("t.py::data::leak_labels#0", "too_good", "silent"),
 }
 
 
@@ -65,12 +76,13 @@ def test_known_bug_gets_its_label_in_every_seed(study, behaviour):
     fractions = json.loads(row["label_fractions"])
     assert fractions.get(label) == 1.0, fractions
     assert row["measured"] == severity
-    assert label in row["symptoms"]
+    column = "outcome" if axis_of(label) == "outcome" else "symptoms"
+    assert label in row[column]
 
 
 def test_no_learning_also_sits_at_chance(study):
     fractions = json.loads(row_of(study, KNOWN["flat"][0])["label_fractions"])
-    assert fractions.get("chance_val") == 1.0
+    assert fractions.get("model_at_chance") == 1.0
     assert "diverges" not in fractions
 
 
@@ -106,6 +118,10 @@ def test_false_positive_rate_over_loops_and_seed_sets(tmp_path):
     assert tables.control["noop_groups"] == 12
     assert tables.control["group_fpr"] <= 0.05
     assert tables.control["run_fpr"] <= 0.05, tables.control["labels_fired"]
+    # One seed-set per loop (a pool of 5 for mutants of 5 seeds), with its interval.
+    assert tables.control["noop_sets"] == 12
+    low, high = tables.control["set_fpr_ci"]
+    assert low <= tables.control["set_fpr"] <= high and high < 0.3
     mutants = tables.symptoms[tables.symptoms["role"] == "mutant"]
     assert (mutants["measured"] == "breaks_training").all()
 
@@ -176,10 +192,20 @@ def test_cliffs_delta_bounds():
 
 
 def test_measured_severity_is_a_median_that_rounds_to_the_worse_level():
-    seeds = [["crash:X"], ["crash:X"], ["no_learning"], ["no_learning"], ["silent"]]
+    seeds = [["crash:X"], ["crash:X"], ["model_at_chance"], ["model_at_chance"], ["silent"]]
     assert measured_severity(seeds) == ("breaks_training", 0.8)
     assert measured_severity([["silent"]] * 3 + [["crash:X"]] * 2) == ("silent", 1.0)
     assert measured_severity([["slower"], ["slower"], ["silent"]])[0] == "cost_only"
+    assert measured_severity([["timeout"], ["timeout"], ["silent"]])[0] == "timeout"
+
+
+def test_symptoms_set_the_severity_only_without_a_quality_measure():
+    no_learning = [["no_learning"]] * 3
+    assert measured_severity(no_learning)[0] == "silent"  # a quality measure said fine
+    blind = [RunVerdict(["no_learning"], None, True)] * 3
+    assert measured_severity(blind)[0] == "breaks_training"  # the curve is all there is
+    partial = [RunVerdict(["timeout", "no_learning@partial"], None, False)] * 3
+    assert measured_severity(partial)[0] == "timeout"
 
 
 def test_label_fractions_and_formatting():
@@ -192,7 +218,7 @@ def test_label_fractions_and_formatting():
 def test_status_labels_and_invalid_runs():
     ref = Reference({}, 0.0, 0, ())
     assert judge_run({"status": "crash", "exc_type": "ValueError"}, ref) == ["crash:ValueError"]
-    assert judge_run({"status": "oom"}, ref) == ["crash:OutOfMemoryError"]
+    assert judge_run({"status": "oom"}, ref) == ["oom"]
     assert judge_run({"status": "timeout"}, ref) == ["timeout"]
     assert judge_run({"status": "invalid"}, ref) == ["invalid"]
     assert judge_run({"status": "ok"}, ref) == ["silent"]
@@ -289,3 +315,147 @@ def test_known_bugs_get_their_literature_labels_on_a_real_loop(tmp_path):
     high_lr = json.loads(by_operator["scale_lr"]["label_fractions"])
     assert max(high_lr.get("diverges", 0), high_lr.get("oscillates", 0)) >= 0.8, high_lr
     assert by_operator["noop"]["measured"] == "silent", by_operator["noop"]["label_fractions"]
+
+
+# -- outcome vs symptoms, lies, scale, partial traces, control ------------------------------
+
+HEALTHY = {
+    "status": "ok",
+    "initial_loss": 2.30,
+    "final_over_initial": 0.03,
+    "max_over_initial": 1.0,
+    "peak_over_initial": 1.0,
+    "mean_log_progress": -2.0,
+    "plateau_frac": 0.05,
+    "log_slope_last_half": -0.2,
+    "val_loss_final": 0.10,
+    "val_metric_final": 0.97,
+    "holdout_metric": 0.97,
+    "holdout_loss": 0.10,
+    "holdout_chance": 0.1,
+    "val_metric_gap": 0.0,
+    "val_loss_gap": 0.0,
+}
+
+
+def healthy_reference() -> Reference:
+    jitter = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    values = {
+        "initial_loss": 2.30 + 0.01 * jitter,
+        "final_over_initial": 0.03 + 0.002 * jitter,
+        "max_over_initial": 1.0 + 0.0 * jitter,
+        "peak_over_initial": 1.0 + 0.0 * jitter,
+        "mean_log_progress": -2.0 + 0.02 * jitter,
+        "val_loss_final": 0.10 + 0.005 * jitter,
+        "val_metric_final": 0.97 + 0.004 * jitter,
+        "holdout_metric": 0.97 + 0.004 * jitter,
+        "holdout_loss": 0.10 + 0.005 * jitter,
+        "val_metric_gap": 0.0 * jitter,
+        "val_loss_gap": 0.0 * jitter,
+    }
+    return Reference(values, 0.0, 5, (0, 1, 2, 3, 4))
+
+
+def test_an_eval_only_bug_misleads_and_says_which_number_lies():
+    run = dict(HEALTHY, val_loss_final=1.50, val_loss_gap=1.40)
+    judged = verdict(run, healthy_reference(), scale_free=True)
+    assert "val_loss_lies_high" in judged.labels
+    assert judged.severity == "misleads"
+
+
+def test_a_metric_reported_on_training_data_lies_high():
+    run = dict(HEALTHY, val_metric_final=1.0, val_metric_gap=0.03)
+    judged = verdict(run, healthy_reference())
+    assert "val_metric_lies_high" in judged.labels
+    assert judged.severity == "misleads"
+
+
+def test_a_worse_model_is_not_a_lie():
+    run = dict(HEALTHY, holdout_metric=0.80, val_metric_final=0.80, final_over_initial=0.2)
+    judged = verdict(run, healthy_reference())
+    assert "worse_model" in judged.labels
+    assert not any("lies" in label for label in judged.labels)
+    assert judged.severity == "degrades"
+
+
+def test_a_rescaled_loss_is_judged_on_its_own_scale():
+    # Softmax before cross-entropy: the loss floors at 0.63 of its start; accuracy intact.
+    run = dict(HEALTHY, final_over_initial=0.63, mean_log_progress=-0.4, plateau_frac=0.6)
+    assert "slow_convergence" in judge_run(run, healthy_reference(), scale_free=False)
+    judged = verdict(run, healthy_reference(), scale_free=True)
+    assert "slow_convergence" not in judged.labels
+    assert "loss_floor" in judged.labels
+    assert judged.severity == "silent"
+
+
+def test_labels_of_a_crashed_run_are_marked_partial():
+    run = {"status": "crash", "exc_type": "RuntimeError", "initial_loss": 9.0}
+    judged = verdict(run, healthy_reference())
+    assert judged.labels == ["crash:RuntimeError", "init_loss_off@partial"]
+    assert judged.severity == "crash" and not judged.finished
+
+
+def test_timeout_is_not_a_crash():
+    assert verdict({"status": "timeout"}, healthy_reference()).severity == "timeout"
+
+
+def test_disagreement_names_adam_for_a_rescaled_loss():
+    row = {
+        "measured": "silent",
+        "label_fractions": json.dumps({"init_loss_off": 1.0}),
+        "n_seeds": 5,
+        "mutant_initial_loss": 147.0,
+        "ref_initial_loss": 2.30,
+        "mutant_final_over_initial": 0.031,
+        "ref_final_over_initial": 0.030,
+        "mutant_holdout_metric": 0.969,
+        "ref_holdout_metric": 0.969,
+        "optimizer": "Adam",
+    }
+    line = disagreement(row, "degrades")
+    assert line.startswith("Adam rescales gradients") and "0.969 vs reference 0.969" in line
+    assert disagreement(dict(row, optimizer="SGD"), "degrades").startswith("init_loss_off")
+    assert disagreement(row, "silent") == ""
+    # Another curve shape is another loss function, not a rescaled one.
+    mse = dict(row, mutant_initial_loss=0.11, mutant_final_over_initial=0.06)
+    assert disagreement(mse, "degrades").startswith("a different loss (initial loss x0.0478")
+
+
+def test_wilson_interval_and_seed_sets():
+    low, high = wilson_interval(0, 20)
+    assert low == 0.0 and high == pytest.approx(0.161, abs=1e-3)
+    sets = seed_sets(list(range(8)), 5)
+    assert len(sets) == 20 and len(set(sets)) == 20
+    assert all(len(chosen) == 5 for chosen in sets)
+    assert seed_sets(list(range(5)), 5) == [tuple(range(5))]
+
+
+def test_every_label_has_plain_words_for_the_docs_and_the_quiz():
+    for name, label in LABELS.items():
+        assert label.description and label.hint, name
+        assert "(" not in label.hint, name  # the quiz never names the code
+
+
+def test_docs_list_every_declared_label():
+    text = (Path(__file__).parents[1] / "docs" / "truth.md").read_text(encoding="utf-8")
+    for name, label in LABELS.items():
+        assert f"| `{name}` | {label.axis} | {label.severity} |" in text, name
+
+
+def test_a_larger_control_pool_gives_twenty_seed_sets_per_loop(tmp_path):
+    write_study(
+        tmp_path,
+        mutants=[("flat", "t.py::train::drop_optimizer_step#0", ("drop_optimizer_step",))],
+        seeds=tuple(range(5)),
+        noop_seeds=tuple(range(100, 108)),
+    )
+    control = build_tables(load_runs(tmp_path)).control
+    assert control["noop_runs"] == 8
+    (per_loop,) = control["per_loop"].values()
+    assert per_loop == {
+        "pool": 8,
+        "set_size": 5,
+        "sets": 20,
+        "sets_not_silent": 0,
+    }
+    assert control["set_fpr"] == 0.0 and control["set_fpr_ci"][1] == pytest.approx(0.161, abs=1e-3)

@@ -156,11 +156,23 @@ def _run(config: dict[str, Any], source: str) -> int:
     if observed:
         telemetry.install()
     telemetry_api.set_sink(lambda metrics: writer.record("report", **metrics))
+    # -- held-out evaluation (experiments/harness/holdout.py): capture the trained model --
+    capture = None
+    if config.get("holdout"):
+        from experiments.harness import holdout
+
+        capture = holdout.Capture()
+        capture.install()
 
     def finish(error: BaseException | None) -> int:
         """Write the end record; returns the process's exit code."""
         telemetry_api.set_sink(None)
         counters: dict[str, Any] = {**telemetry.finish(), "telemetry": observed}
+        # -- held-out evaluation: only a script that ended normally has a trained model --
+        if capture is not None and _exit_code(error) == 0:
+            telemetry.remove()  # the evaluation's forwards and losses are not the run's
+            fields = holdout.evaluate(capture, config["holdout"], seed, str(config["device"]))
+            writer.write_now("holdout", **fields)
         status, exc_type, message = rules.after_exception(
             error, counters, writer.first_nonfinite is not None
         )

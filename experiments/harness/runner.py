@@ -220,6 +220,7 @@ class Runner:
             "reach_regions": (spec.mutant or {}).get("reach_regions") or [],
             "module_target": module_target,
             "module_source_path": str(folder / MUTANT_FILE) if module_target else None,
+            "holdout": spec.holdout,
             "parent_pid": os.getpid(),
             "start_method": method,
             "key": key,

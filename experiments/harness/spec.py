@@ -65,6 +65,7 @@ class RunSpec:
     cwd: str | None = None
     target: str | None = None
     context: tuple[str, ...] = ()
+    holdout: str | None = None  # "module:function" run on the trained model after the script
 
     @property
     def identity(self) -> str:
@@ -90,7 +91,13 @@ class RunSpec:
     @property
     def key(self) -> str:
         return cache_key(
-            self.sha256, self.argv, self.seed, self.device, self.telemetry, self.context
+            self.sha256,
+            self.argv,
+            self.seed,
+            self.device,
+            self.telemetry,
+            self.context,
+            self.holdout,
         )
 
 
@@ -101,6 +108,7 @@ def cache_key(
     device: str,
     telemetry: bool = True,
     context: tuple[str, ...] = (),
+    holdout: str | None = None,
 ) -> str:
     """sha256 over what decides a run's outcome: the code that runs, its arguments, the
     seed, the device, the torch and harness versions. Paths and deadlines are left out on
@@ -117,5 +125,7 @@ def cache_key(
         fields["telemetry"] = False
     if context:  # a user's project: its other files and data folder decide the outcome too
         fields["context"] = list(context)
+    if holdout:  # a run with a held-out evaluation holds more than one without
+        fields["holdout"] = holdout
     payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

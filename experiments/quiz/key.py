@@ -25,8 +25,10 @@ ANSWER_MARKDOWN = "answer.md"
 KEY_VERSION = 1
 KIND = {
     "crash": "crash",
+    "timeout": "loud: never finishes in time",
     "breaks_training": "loud: breaks training",
     "degrades": "visible: degrades training",
+    "misleads": "quiet: the model is fine, a reported number lies",
     "cost_only": "silent in the curves: costs time or memory",
     "silent": "silent",
 }

@@ -13,32 +13,24 @@ from html import escape
 
 import numpy as np
 
-# Neutral wording for each symptom label of ``experiments.symptoms``.
+from experiments.symptoms import PARTIAL, label_of
+
+# The judge's own words for what is not a label of ``experiments.symptoms.LABELS``.
 PLAIN_WORDS = {
-    "timeout": "the run does not finish within its time limit",
-    "nan": "the loss becomes NaN or infinite",
-    "diverges": "the loss rises instead of falling",
-    "no_learning": "the loss stays flat",
-    "chance_val": "validation accuracy stays at chance level",
-    "slow_convergence": "the loss falls more slowly than the correct loop's",
-    "oscillates": "the loss jitters more than the correct loop's",
-    "loss_spike": "the loss has sudden spikes",
-    "overfits": "validation loss rises while training loss keeps falling",
-    "too_good": "validation looks better than the correct loop's",
-    "init_loss_off": "the first loss is far from the correct loop's",
-    "eval_mode_training": "training steps run with the model in inference behaviour",
-    "memory_growth": "memory grows step after step",
-    "slower": "training takes noticeably longer",
-    "grad_in_eval": "validation builds autograd graphs it never uses",
     "silent": "no measurable difference from the correct loop",
     "invalid": "the run stops before its first training step",
 }
 
 
 def plain_symptom(label: str) -> str:
+    """A label in neutral words (each label declares its ``hint``)."""
+    partial = " (before the run stopped)" if label.endswith(PARTIAL) else ""
+    label = label.removesuffix(PARTIAL)
     if label.startswith("crash:"):
         return f"the script stops with {label.split(':', 1)[1]}"
-    return PLAIN_WORDS.get(label, label.replace("_", " "))
+    declared = label_of(label)
+    words = declared.hint if declared and declared.hint else None
+    return (words or PLAIN_WORDS.get(label) or label.replace("_", " ")) + partial
 
 
 def plain_symptoms(fractions: Mapping[str, float], n_seeds: int) -> list[str]:

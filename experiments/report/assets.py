@@ -27,6 +27,8 @@ table.symptoms th[aria-sort="descending"]::after { content: " \\25BC"; }
 table.symptoms tbody tr:hover { background: #f7fafc; }
 .sev { display: inline-block; padding: 0 6px; border-radius: 9px; font-size: 12px; white-space: nowrap; }
 .sev-crash { background: #fed7d7; color: #742a2a; }
+.sev-timeout { background: #fbd38d; color: #652b19; }
+.sev-misleads { background: #c6f6d5; color: #22543d; }
 .sev-breaks_training { background: #feebc8; color: #7b341e; }
 .sev-degrades { background: #fefcbf; color: #744210; }
 .sev-cost_only { background: #e9d8fd; color: #44337a; }

@@ -34,7 +34,8 @@ TABLE_COLUMNS = (
     ("category", "category", "text"),
     ("expected", "expected", "severity"),
     ("measured", "measured", "severity"),
-    ("symptoms", "symptoms (seeds)", "text"),
+    ("outcome", "outcome (seeds)", "text"),
+    ("symptoms", "how you would notice (seeds)", "text"),
     ("unstable", "unstable (< 80%)", "text"),
     ("top_effects", "strongest effects", "text"),
     ("n_seeds", "seeds", "number"),
@@ -44,7 +45,10 @@ FEATURE_TITLES = {
     "final_over_initial": "final / initial loss",
     "max_over_initial": "peak / initial loss",
     "log_slope_last_half": "log-loss slope, last half (/100 steps)",
-    "val_metric_final": "final val metric",
+    "val_metric_final": "final val metric (reported)",
+    "holdout_metric": "held-out metric",
+    "val_loss_final": "final val loss (reported)",
+    "holdout_loss": "held-out loss",
     "train_time_s": "training time (s)",
 }
 
@@ -63,8 +67,11 @@ def render_report_html(tables: CatalogTables) -> str:
         f"<p>{escape(overview_line(tables))} <span class='muted'>Generated {generated}.</span></p>",
         f"<p>{escape(control_line(tables.control).replace('`', ''))}</p>",
         "<p class='muted'>Each mutant is judged seed by seed against the unmutated loop on the same "
-        "seeds; a label is stable when it holds in at least 80% of seeds. Measured severity sits "
-        "beside the operator's declared (expected) one; a dashed outline marks disagreement.</p>",
+        "seeds; a label is stable when it holds in at least 80% of seeds. Severity comes from the "
+        "outcome only (status, the model's quality on the loop's held-out evaluation, a reported "
+        "number that lies, extra cost); the symptoms say how you would notice. Measured severity "
+        "sits beside the operator's declared (expected) one; a dashed outline marks disagreement "
+        "and the card says why.</p>",
         "</header>",
     ]
     if symptoms.empty:
@@ -77,7 +84,9 @@ def render_report_html(tables: CatalogTables) -> str:
 
 
 def _table(symptoms: pd.DataFrame) -> str:
-    options = "".join(f'<option value="{s}">{s}</option>' for s in (*SEVERITY_ORDER, "invalid"))
+    options = "".join(
+        f'<option value="{s}">{s}</option>' for s in (*SEVERITY_ORDER, "invalid", "unreached")
+    )
     header = "".join(
         f'<th data-type="{"number" if kind != "text" else "text"}" scope="col">{escape(title)}</th>'
         for _, title, kind in TABLE_COLUMNS
@@ -224,6 +233,9 @@ def _card(
     )
     summary = _text(row.get("summary"))
     labels = _text(row.get("symptoms")) or "no stable label"
+    outcome = _text(row.get("outcome")) or "as reference"
+    source = _text(row.get("outcome_source"))
+    why = _text(row.get("why"))
     unstable = _text(row.get("unstable"))
     return (
         f'<article class="mutant" id="{_card_id(index)}">'
@@ -232,10 +244,14 @@ def _card(
         f"<p><code>{escape(_text(row['identity']))}</code></p>"
         + (f"<p class='muted'>{escape(summary)}</p>" if summary else "")
         + f"<p>measured {_severity_badge(row.get('measured'))} expected "
-        f"{_severity_badge(row.get('expected'))} &#183; labels: {escape(labels)}"
+        f"{_severity_badge(row.get('expected'))} &#183; outcome: {escape(outcome)}"
+        f" <span class='muted'>(measured by {escape(source)})</span>"
+        f" &#183; how you would notice: {escape(labels)}"
         + (f" &#183; unstable: {escape(unstable)}" if unstable else "")
-        + f" &#183; runs: {escape(statuses or 'none')}</p>{error_line}"
-        f"<div class='body'><div>{figure}</div>{_numbers(row)}</div>{_advice(info)}"
+        + f" &#183; runs: {escape(statuses or 'none')}</p>"
+        + (_why(row, why) if why else "")
+        + error_line
+        + f"<div class='body'><div>{figure}</div>{_numbers(row)}</div>{_advice(info)}"
         + (
             f"<details><summary>diff</summary>{_diff_html(diff)}</details>"
             if diff
@@ -243,6 +259,10 @@ def _card(
         )
         + "</article>"
     )
+
+
+def _why(row: dict[str, Any], why: str) -> str:
+    return f"<p><strong>Why not {escape(_text(row.get('expected')))}:</strong> {escape(why)}</p>"
 
 
 def _advice(info: OperatorInfo | None) -> str:

@@ -18,9 +18,14 @@ SYMPTOM_COLUMNS = (
     ("category", "category"),
     ("expected", "expected"),
     ("measured", "measured"),
-    ("symptoms", "symptoms (seeds)"),
+    ("outcome", "outcome (seeds)"),
+    ("symptoms", "how you would notice (seeds)"),
     ("unstable", "unstable (< 80% of seeds)"),
-    ("top_effects", "strongest effects (Cohen's d, Mann-Whitney p)"),
+    (
+        "top_effects",
+        "strongest effects (Cohen's d, Mann-Whitney p; exact differences when the reference ignores the seed)",
+    ),
+    ("why", "why measured differs from expected"),
 )
 
 MEASURED = [column for column, _ in SYMPTOM_COLUMNS].index("measured")
@@ -30,14 +35,19 @@ def render_symptoms_md(tables: CatalogTables) -> str:
     symptoms = tables.symptoms
     lines = ["# Symptom catalog", "", overview_line(tables), "", control_line(tables.control), ""]
     lines += [
-        "Measured severity comes from the labels (the worst level reached in at least half",
-        "the seeds); expected is what the operator declares. Where they differ, both stand.",
+        "Measured severity comes from the outcome only: the run's status, the trained model's",
+        "quality against the reference's (measured by the loop's held-out evaluation, or by the",
+        "script's own val metric where a loop has none: see each loop's line), a reported number",
+        "that lies (`misleads`), extra time or memory; it is the worst level reached in at least",
+        "half the seeds. The symptoms column says how you would notice. Expected is what the",
+        "operator declares; where they differ, both stand and the last column says why.",
+        "`@partial` marks a label read from the trace of a run that did not finish.",
         "",
     ]
     if symptoms.empty:
         return "\n".join([*lines, "No mutants were judged.", ""])
     for (loop, device), group in symptoms.groupby(["loop", "device"], sort=True):
-        lines += [f"## `{loop}` ({device})", ""]
+        lines += [f"## `{loop}` ({device})", "", _source_line(group), ""]
         lines.append("| " + " | ".join(title for _, title in SYMPTOM_COLUMNS) + " | seeds |")
         lines.append("|" + "---|" * (len(SYMPTOM_COLUMNS) + 1))
         for row in group.to_dict("records"):
@@ -75,9 +85,47 @@ def render_study_md(tables: CatalogTables) -> str:
         ),
     )
     diffs = _diffs_by_identity(tables.runs)
+    lines += _textbook_section(mutants)
     for number, (operator, group) in enumerate(ordered, start=1):
         lines += _operator_section(number, operator, group, tables, diffs)
     return "\n".join(lines)
+
+
+def _source_line(group: pd.DataFrame) -> str:
+    sources = Counter(group.get("outcome_source", pd.Series(dtype=object)).dropna())
+    if not sources:
+        return "Outcome measured by: nothing (no run finished)."
+    source = sources.most_common(1)[0][0]
+    caveat = (
+        ""
+        if source.startswith("held-out")
+        else " This loop names no held-out evaluation (`loop.holdout`), so a bug in the "
+        "script's own evaluation can make a broken model look fine."
+    )
+    return f"Outcome measured by: {source}.{caveat}"
+
+
+def _textbook_section(mutants: pd.DataFrame) -> list[str]:
+    """Where a mutant's declared (textbook) severity does not hold on a loop, and why."""
+    if "why" not in mutants:
+        return []
+    differs = mutants[mutants["why"].fillna("").astype(str) != ""]
+    if differs.empty:
+        return []
+    lines = [
+        "## Where the textbook claim does not hold on these loops",
+        "",
+        "Each operator declares the severity its bug has in general. These mutants measured",
+        "differently here; the reason comes from the numbers.",
+        "",
+    ]
+    for row in differs.to_dict("records"):
+        where = f" at `{row['site']}`" if row.get("site") else ""
+        lines.append(
+            f"- `{row['loop']}` {row['variant']}{where}: declared {row['expected']}, "
+            f"measured {row['measured']}. {sentence(str(row['why']))}."
+        )
+    return [*lines, ""]
 
 
 def operator_severity(group: pd.DataFrame) -> str:
@@ -116,7 +164,7 @@ def _operator_section(
     diff, where = _minimal_diff(group, diffs)
     lines += [f"**Minimal diff** ({where}):" if where else "**Minimal diff:**", ""]
     lines += (["```diff", diff.rstrip("\n"), "```"] if diff else ["(no diff recorded)"]) + [""]
-    lines += ["**What the curve does.**", ""]
+    lines += ["**What it does to the model, and how you would notice.**", ""]
     lines += [f"- {curve_sentence(row)}" for row in group.to_dict("records")]
     lines.append("")
     lines += [
@@ -136,6 +184,7 @@ def sentence(text: str) -> str:
 def curve_sentence(row: dict[str, Any]) -> str:
     """One loop's numbers for one mutant, e.g. 'final/initial loss 1.00 [0.11], ...'."""
     facts = [
+        ("held-out metric", "holdout_metric", "{:.3f}"),
         ("final/initial loss", "final_over_initial", "{:.2f}"),
         ("peak/initial", "max_over_initial", "{:.2f}"),
         ("log-loss slope over the last half per 100 steps", "log_slope_last_half", "{:+.3f}"),
@@ -149,10 +198,21 @@ def curve_sentence(row: dict[str, Any]) -> str:
         if _present(mine) or _present(ref):
             parts.append(f"{label} {_fmt(mine, fmt)} [{_fmt(ref, fmt)}]")
     labels = row.get("symptoms") or "none stable"
+    outcome = row.get("outcome") or "as reference"
     unstable = f"; unstable: {row['unstable']}" if row.get("unstable") else ""
     where = f" at `{row['site']}`" if row.get("site") else ""
     head = f"`{row['loop']}` ({row['variant']}{where}, {row['n_seeds']} seeds): "
-    return head + ", ".join(parts) + f". Labels: {labels}{unstable}; measured {row['measured']}."
+    why = (
+        f" Why not {row['expected']}: {row['why']}."
+        if _present(row.get("why")) and row.get("why")
+        else ""
+    )
+    return (
+        head
+        + ", ".join(parts)
+        + f". Outcome: {outcome}; how you would notice: {labels}{unstable};"
+        + f" measured {row['measured']}.{why}"
+    )
 
 
 def overview_line(tables: CatalogTables) -> str:
@@ -171,13 +231,29 @@ def control_line(control: dict[str, Any]) -> str:
     if not control or not control.get("noop_groups"):
         return "Control (`noop`): no unmutated runs on spare seeds, so no false-positive rate."
     fired = ", ".join(f"{label} x{count}" for label, count in control["labels_fired"].items())
+    sets = ""
+    if control.get("noop_sets"):
+        sets = (
+            f"{control['noop_sets_not_silent']} of {control['noop_sets']} seed-sets drawn from "
+            f"the control pool non-silent (false-positive rate {_percent(control['set_fpr'])}, "
+            f"95% CI {_interval(control.get('set_fpr_ci'))}; sets share runs, so this interval "
+            "is optimistic); "
+        )
     return (
         f"Control (`{NOOP}`: the unmutated loop on spare seeds, judged like a mutant): "
         f"{control['noop_groups_not_silent']} of {control['noop_groups']} loop groups non-silent "
-        f"(false-positive rate {_percent(control['group_fpr'])}); "
+        f"(false-positive rate {_percent(control['group_fpr'])}); {sets}"
         f"{control['noop_runs_labelled']} of {control['noop_runs']} runs carried a label "
-        f"({_percent(control['run_fpr'])}){': ' + fired if fired else ''}. Goal: <= 5%."
+        f"({_percent(control['run_fpr'])}, 95% CI {_interval(control.get('run_fpr_ci'))})"
+        f"{': ' + fired if fired else ''}. Goal: <= 5%."
     )
+
+
+def _interval(bounds: Any) -> str:
+    if not bounds:
+        return "n/a"
+    low, high = bounds
+    return f"{100 * low:.1f}-{100 * high:.1f}%"
 
 
 def _diffs_by_identity(runs: pd.DataFrame) -> dict[str, tuple[str, str]]:

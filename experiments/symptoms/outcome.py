@@ -1,0 +1,221 @@
+"""Outcome labels: what the bug did to the trained model. Only these set the severity.
+
+- the status as it is: ``crash:<Type>``, ``oom``, ``timeout`` (not a crash), ``nan``;
+- the model's quality against the reference's: ``worse_model``, ``model_at_chance``,
+  measured by the loop's held-out evaluation (code the mutant cannot touch, run by the
+  harness on the model the script trained) or, for a loop without one, by the val metric
+  the script reports itself (the mutant could have changed how that is computed: the
+  catalog shows which source was used);
+- a number that lies: training and model as the reference's, but the val loss or val
+  metric the script reports moved (``val_loss_lies_high`` ...): ``misleads``;
+- extra cost: ``slower``, ``memory_growth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from experiments.symptoms.reference import EFFECT_Z, Reference, is_number
+from experiments.symptoms.vocabulary import Label, declare
+
+Run = Mapping[str, Any]
+Context = Mapping[str, Any]
+QUALITY_FEATURE = {"holdout": "holdout_metric", "val_metric": "val_metric_final"}
+# A change under this share of the reference's margin over chance is too small to matter,
+# however consistent over seeds.
+PRACTICAL_SHARE = 0.02
+LIE_RELATIVE = 0.2  # a val loss 20% off the truth is a number that misleads
+
+
+def quality_source(run: Run, ref: Reference) -> str | None:
+    """Which number measures the model: ``holdout``, ``val_metric`` or None."""
+    for source, feature in QUALITY_FEATURE.items():
+        if is_number(run.get(feature)) and ref.center(feature) is not None:
+            return source
+    return None
+
+
+def _margins(run: Run, ref: Reference, source: str) -> tuple[float, float, float] | None:
+    """(run's metric, reference's metric, reference's margin over chance)."""
+    feature = QUALITY_FEATURE[source]
+    metric, center = run.get(feature), ref.center(feature)
+    if not is_number(metric) or center is None:
+        return None
+    chance = run.get("holdout_chance") if source == "holdout" else None
+    if source == "val_metric" and is_number(run.get("val_metric_vs_chance")):
+        chance = float(metric) - float(run["val_metric_vs_chance"])
+    margin = center - float(chance) if is_number(chance) else abs(center)
+    return float(metric), center, margin
+
+
+def _model_at_chance(run: Run, ref: Reference, context: Context) -> bool:
+    source = context["quality"]
+    found = _margins(run, ref, source) if source else None
+    if found is None or not ref.below(run, QUALITY_FEATURE[source]):
+        return False
+    metric, center, margin = found
+    has_chance = is_number(run.get("holdout_chance")) or is_number(run.get("val_metric_vs_chance"))
+    if not has_chance or margin <= 0.05:
+        return False
+    return metric - (center - margin) < 0.1 * margin
+
+
+def _worse_model(run: Run, ref: Reference, context: Context) -> bool:
+    source = context["quality"]
+    found = _margins(run, ref, source) if source else None
+    if found is None or not ref.below(run, QUALITY_FEATURE[source]):
+        return False
+    metric, center, margin = found
+    return center - metric > max(PRACTICAL_SHARE * abs(margin), 0.005)
+
+
+# Curve symptoms that mean training itself went differently from the reference's.
+TRAINING_SYMPTOMS = (
+    "diverges",
+    "no_learning",
+    "slow_convergence",
+    "oscillates",
+    "loss_spike",
+    "overfits",
+    "eval_mode_training",
+)
+
+
+def _training_as_reference(run: Run, ref: Reference, context: Context) -> bool:
+    """Same loss scale, same descent, no training symptom, same model: training unchanged."""
+    init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
+    same_start = is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
+    ratio, ref_ratio = run.get("final_over_initial"), ref.center("final_over_initial")
+    same_descent = (
+        is_number(ratio)
+        and ref_ratio is not None
+        and (ref.within(run, "final_over_initial") or abs(ratio - ref_ratio) <= 0.05)
+    )
+    quiet = not any(label in TRAINING_SYMPTOMS for label in context.get("symptoms", ()))
+    same_model = not any(
+        label in ("worse_model", "model_at_chance", "nan") for label in context["outcome"]
+    )
+    return same_start and same_descent and quiet and same_model
+
+
+def _metric_lie(direction: int):
+    def rule(run: Run, ref: Reference, context: Context) -> bool:
+        # Only a held-out evaluation can tell a wrong val metric from a worse model.
+        if context["quality"] != "holdout" or not _training_as_reference(run, ref, context):
+            return False
+        if not ref.within(run, "holdout_metric"):
+            return False  # the model itself changed: its numbers may honestly move
+        z = ref.z("val_metric_gap", run.get("val_metric_gap"))
+        found = _margins(run, ref, "holdout")
+        if z is None or found is None or direction * z <= EFFECT_Z:
+            return False
+        moved = abs(float(run["val_metric_gap"]) - (ref.center("val_metric_gap") or 0.0))
+        return moved > max(PRACTICAL_SHARE * abs(found[2]), 0.005)
+
+    return rule
+
+
+def _loss_lie(direction: int):
+    def rule(run: Run, ref: Reference, context: Context) -> bool:
+        if not _training_as_reference(run, ref, context):
+            return False
+        truth = ref.center("val_loss_final")
+        # With a held-out loss, the reported loss is compared with the truth on the same
+        # model; without one, with the reference's reported loss.
+        feature = "val_loss_gap" if context["quality"] == "holdout" else "val_loss_final"
+        if feature == "val_loss_gap" and not ref.within(run, "holdout_loss"):
+            return False  # the model's true loss moved: the reported one may be honest
+        z, center = ref.z(feature, run.get(feature)), ref.center(feature)
+        if z is None or center is None or not truth or direction * z <= EFFECT_Z:
+            return False
+        metric_moved = context["quality"] == "val_metric" and not ref.within(
+            run, "val_metric_final"
+        )
+        if metric_moved:
+            return False  # the metric moved too: the model changed, not the number
+        return abs(float(run[feature]) - center) > LIE_RELATIVE * abs(truth)
+
+    return rule
+
+
+def _memory_growth(run: Run, ref: Reference, context: Context) -> bool:
+    slope, center = run.get("mem_growth_mb_per_step"), ref.center("mem_growth_mb_per_step")
+    steps = run.get("optimizer_steps") or 0
+    if not is_number(slope) or center is None:
+        return False
+    return ref.above(run, "mem_growth_mb_per_step") and (slope - center) * steps >= 16.0
+
+
+# Wall time on a shared machine is noisy: runs of an unmutated loop made later in a sweep,
+# under more load, measured 2.1x its reference's time (docs/truth.md). A cost must be
+# larger than that to count.
+SLOWER_FACTOR = 2.5
+
+
+def _slower(run: Run, ref: Reference, context: Context) -> bool:
+    center = ref.center("train_time_s")
+    return (
+        ref.above(run, "train_time_s")
+        and center is not None
+        and run["train_time_s"] >= SLOWER_FACTOR * center
+    )
+
+
+def _nan(run: Run, ref: Reference, context: Context) -> bool:
+    went_nan = is_number(run.get("first_nan_step")) or run.get("status") == "nan"
+    return went_nan and ref.nan_rate <= 0.2
+
+
+STATUS_LABELS = (
+    declare(Label("crash", "outcome", "crash",
+                  "the run raised (crash:<ExceptionType>) or was killed", needs_finished_run=False,
+                  hint="the script stops with an error")),
+    declare(Label("oom", "outcome", "crash",
+                  "the run went over its memory cap", needs_finished_run=False,
+                  hint="the run runs out of memory")),
+    declare(Label("timeout", "outcome", "timeout",
+                  "the run did not finish within its deadline (slow or hung, not a crash)",
+                  needs_finished_run=False,
+                  hint="the run does not finish within its time limit")),
+)  # fmt: skip
+OUTCOMES = (
+    declare(Label("nan", "outcome", "breaks_training",
+                  "the loss went non-finite: the model's weights are garbage",
+                  _nan, needs_finished_run=False,
+                  hint="the loss becomes NaN or infinite")),
+    declare(Label("model_at_chance", "outcome", "breaks_training",
+                  "the trained model kept under 10% of the reference's margin over chance",
+                  _model_at_chance,
+                  hint="the trained model does no better than guessing")),
+    declare(Label("worse_model", "outcome", "degrades",
+                  "the trained model scores clearly below the reference's",
+                  _worse_model, suppressed_by=("model_at_chance",),
+                  hint="the trained model scores worse than the correct loop's")),
+)  # fmt: skip
+# Judged after the symptoms: a number lies only while training shows nothing.
+LIES = (
+    declare(Label("val_metric_lies_high", "outcome", "misleads",
+                  "the reported val metric is higher than the held-out one says", _metric_lie(1),
+                  hint="the reported validation score is better than the model is")),
+    declare(Label("val_metric_lies_low", "outcome", "misleads",
+                  "the reported val metric is lower than the held-out one says", _metric_lie(-1),
+                  hint="the reported validation score is worse than the model is")),
+    declare(Label("val_loss_lies_high", "outcome", "misleads",
+                  "training is as the reference's but the reported val loss is too high",
+                  _loss_lie(1),
+                  hint="the reported validation loss is higher than the model's")),
+    declare(Label("val_loss_lies_low", "outcome", "misleads",
+                  "training is as the reference's but the reported val loss is too low",
+                  _loss_lie(-1),
+                  hint="the reported validation loss is lower than the model's")),
+)  # fmt: skip
+COSTS = (
+    declare(Label("memory_growth", "outcome", "cost_only",
+                  "memory grows step after step (16 MB or more beyond the reference)",
+                  _memory_growth, needs_finished_run=False,
+                  hint="memory grows step after step")),
+    declare(Label("slower", "outcome", "cost_only",
+                  "training took 2.5x the reference's time or more", _slower,
+                  hint="training takes noticeably longer")),
+)  # fmt: skip
