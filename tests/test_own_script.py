@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import runpy
 import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +27,10 @@ def _project(tmp_path: Path, name: str, monkeypatch) -> Path:
     folder = tmp_path / name
     shutil.copytree(PROJECTS / name, folder)
     monkeypatch.chdir(folder)
+    # The runs' private mirrors go to this test's own temp folder, so what is left there
+    # is this test's (other sweeps on the machine use the shared one).
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     if (folder / "make_data.py").exists():
         runpy.run_path(str(folder / "make_data.py"), run_name="__main__")
     return folder
@@ -90,7 +94,8 @@ def test_relative_data_and_checkpoint_never_touch_the_project(tmp_path, monkeypa
     assert runs["loop"].unique().tolist() == ["train"]  # its path from where it runs
     assert "identical curves" not in err  # the seed reaches the script
     assert "could not be judged" in err and "report(" in err  # no validation numbers
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("trainwreck-run-*"))
+    assert (tmp_path / "tmp").is_dir()
+    assert not list((tmp_path / "tmp").glob("trainwreck-run-*"))
 
 
 @pytest.mark.slow
