@@ -118,6 +118,7 @@ KNOWN_WRONG = {
         "detach_hidden": "misses forward_once, the tower's forward (51)",
         "drop_input_normalization": "misses the pixel scaling / 16.0 (99)",
         "low_precision_loss": "misses a custom criterion module (117)",
+        "no_shuffle": "shuffle=False where the Dataset draws random pairs anyway (103): no effect",
         "reduction_sum": "misses torch.mean in a custom loss (70)",
     },
     "vae.py": {
