@@ -114,6 +114,17 @@ KNOWN_WRONG = {
         "shuffle_labels": "shuffles to_dataset, shared with the test split (76); misses 101",
         "swap_loss_arguments": "swaps test()'s evaluation-only loss (66)",
     },
+    "segmentation_callbacks.py": {
+        "drop_load_state_dict": "deletes the restore of the best epoch's weights after training (83), not a resume",
+        "loss_from_item": "misses a loss returned by a training_step() method (102/116)",
+        "low_precision_loss": "casts validation_step's loss (107)",
+        "normalize_with_full_stats": "misses mean, std over images[:n_train] (144)",
+        "optimizer_recreated_each_epoch": "misses an optimizer handed to a Trainer whose fit() has the epoch loop (150)",
+        "shift_labels": "shifts the validation masks (147)",
+        "shuffle_labels": "shuffles the validation masks (147)",
+        "sigmoid_before_bce_with_logits": "edits validation_step's loss (107)",
+        "swap_loss_arguments": "swaps validation_step's loss (107)",
+    },
     "siamese.py": {
         "detach_hidden": "misses forward_once, the tower's forward (51)",
         "drop_input_normalization": "misses the pixel scaling / 16.0 (99)",
@@ -224,6 +235,7 @@ RUNS = {
     "manual_sgd_regression.py": (["--epochs", "5"], "fall"),
     "nanogpt_trainer.py": (["--max_iters=20", "--eval_interval=10", "--eval_iters=2"], "fall"),
     "mnist_nll.py": (["--epochs", "1"], "fall"),
+    "segmentation_callbacks.py": (["--epochs", "2", "--n-images", "128"], "fall"),
 }
 LOSS = re.compile(r"loss\w*[:\s]+(-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf))", re.IGNORECASE)
 
