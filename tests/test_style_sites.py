@@ -229,7 +229,7 @@ RUNS = {
     "vae.py": (["--epochs", "2"], "fall"),
     "siamese.py": (["--epochs", "2", "--pairs", "512"], "fall"),
     "imagenet_trainer.py": (["--epochs", "1"], "fall"),
-    "rnn_digits.py": (["--epochs", "1"], "fall"),
+    "rnn_digits.py": (["--epochs", "2"], "fall"),
     "word_lm.py": (["--epochs", "2", "--sentences", "400"], "fall"),
     "lbfgs_sine.py": (["--steps", "2", "--waves", "8", "--length", "30", "--future", "5"], "fall"),
     "manual_sgd_regression.py": (["--epochs", "5"], "fall"),
