@@ -37,7 +37,21 @@ def test_every_mutant_compiles_and_differs(path: Path):
     assert path.read_bytes() == original, "the script itself is never modified"
 
 
-@pytest.mark.parametrize("path", STYLES, ids=lambda p: p.name)
+# Style scripts whose zero-grad the operators cannot find yet (issue 14's missed sites).
+ZERO_GRAD_MISSED = {
+    "manual_sgd_regression.py": "the hand-written param.grad.zero_() is no zero_grad site",
+    "nanogpt_trainer.py": "zero_grad after the step of an accumulation loop: no move site",
+}
+
+
+def _styles():
+    for path in STYLES:
+        missed = ZERO_GRAD_MISSED.get(path.name)
+        marks = [pytest.mark.xfail(strict=True, reason=f"issue 14: {missed}")] if missed else []
+        yield pytest.param(path, marks=marks, id=path.name)
+
+
+@pytest.mark.parametrize("path", list(_styles()))
 def test_style_scripts_get_the_classic_bugs(path: Path):
     names = {
         site.operator.name for site in SourceFile.from_path(str(path)).find_sites(all_variants())

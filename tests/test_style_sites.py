@@ -1,0 +1,263 @@
+"""Operators against hand-written ground truth on public-style scripts (issue 14).
+
+Every script in tests/styles with an expected file (tests/styles/expected/<script>.toml)
+is checked per operator: a site the engine finds that the file does not accept is a false
+site, an expected entry no found site matches is a missed site; either fails. Cases that
+are wrong today are strict xfails naming what is wrong, so fixing one without unmarking it
+fails too. The scripts themselves must also run: each trains on CPU with tiny arguments and
+its losses stay finite (and fall, where the script is a plain minimisation).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from mutations.registry import operator_classes
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location(
+    "bench_sites", ROOT / "benchmarks" / "bench_sites.py"
+)
+bench_sites = importlib.util.module_from_spec(_spec)
+sys.modules["bench_sites"] = bench_sites  # dataclasses look their module up there
+_spec.loader.exec_module(bench_sites)
+
+I14 = "issue 14: "
+# script -> operator -> what the engine gets wrong today on that script.
+KNOWN_WRONG = {
+    "dcgan.py": {
+        "drop_activation": "removes the generator's output Tanh (30)",
+        "drop_input_normalization": "misses the [-1, 1] pixel scaling images * 2 - 1 (19)",
+        "drop_input_to_device": "misses real = real.to(device) (105): 'real' is not a known input name",
+        "drop_no_grad": "unwraps no_grad around the image-grid helper (129, plot code)",
+        "optimizer_partial_params": "[-2:] of a two-tensor discriminator keeps every parameter (98)",
+        "step_before_backward": "lands between the discriminator's two backward calls (after 115)",
+        "zero_grad_after_backward": "lands between the discriminator's two backward calls (after 110)",
+        "zero_init": "zeroes BatchNorm weights (56)",
+    },
+    "imagenet_trainer.py": {
+        "accumulate_loss_graph": "misses AverageMeter.update(loss.item(), n) (192)",
+        "drop_eval_mode": "deletes eval() in the ONNX export function (232)",
+        "drop_input_to_device": "drops the ONNX export's dummy input move (233)",
+        "label_noise": "misses the training targets passed to a Dataset class (124)",
+        "low_precision_loss": "misses criterion passed into train() (189)",
+        "no_shuffle": "misses shuffle=(train_sampler is None) (138)",
+        "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (156)",
+        "shuffle_labels": "misses the training targets passed to a Dataset class (124)",
+        "skip_val_normalization": "misses the validation transform pipeline (126)",
+        "swap_loss_arguments": "misses criterion passed into train() (189)",
+        "validate_on_training_data": "fires on the --evaluate branch (148), not the default run",
+    },
+    "lbfgs_sine.py": {
+        "detach_hidden": "detaches the per-step model output (36)",
+        "drop_training_data": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
+        "low_precision_loss": "casts the test loss (91), evaluation-only",
+        "optimizer_recreated_each_epoch": "misses LBFGS outside the steps loop (74)",
+        "step_outside_batch_loop": "dedents step(closure) out of the steps loop: no batch loop exists (86)",
+        "train_val_leakage": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
+        "unshifted_lm_targets": "unshifts the test target (69), evaluation-only",
+    },
+    "manual_sgd_regression.py": {
+        "change_batch_size": "misses the module-level batch_size = 32 (12)",
+        "drop_optimizer_step": "misses the hand-written update param.data.add_ (57)",
+        "drop_zero_grad": "misses param.grad.zero_() (58)",
+        "low_precision_loss": "casts the validation loss (61)",
+        "normalize_with_full_stats": "misses statistics over x[train_idx] (31)",
+        "reduction_sum": "sums the validation loss (61)",
+        "scale_lr": "misses the module-level lr = 0.05 (11)",
+        "step_before_backward": "misses the hand-written update (55-57)",
+        "step_outside_batch_loop": "misses the hand-written update (55-57)",
+        "target_shape_broadcast": "breaks the validation loss's shape fix (61)",
+        "zero_grad_after_backward": "misses param.grad.zero_() (58)",
+        "zero_init": "misses a model without optimizer (45)",
+    },
+    "mnist_nll.py": {
+        "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (90)",
+        "ignore_index_wrong": "edits test()'s evaluation-only loss (65)",
+        "low_precision_loss": "casts test()'s evaluation-only loss (65)",
+        "nll_without_log_softmax": "misses log_softmax in forward() with nll_loss in train() (38)",
+        "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (101)",
+        "swap_loss_arguments": "swaps test()'s evaluation-only loss (65)",
+    },
+    "nanogpt_trainer.py": {
+        "change_batch_size": "misses the module-level batch_size = 12 (20)",
+        "clip_before_backward": "misses clipping after an accumulation loop (222)",
+        "detach_hidden": "detaches one of k, q, v (87-89): no layer stops learning",
+        "drop_scheduler_step": "misses the manual schedule param_group['lr'] = lr (208)",
+        "dropout_too_high": "misses the module-level dropout = 0.0 (25)",
+        "loss_from_item": "misses a loss returned by the model (216-217)",
+        "scale_lr": "scales AdamW's lr= that param_groups overwrite (166); misses learning_rate (27)",
+        "step_before_backward": "misses the step after an accumulation loop (223)",
+        "validate_on_training_data": "misses the val split of get_batch (67)",
+        "weight_decay_too_high": "adds an AdamW default the groups override (166); misses 29/163",
+        "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
+        "zero_init": "zeroes the Embedding branch (143): wpe alone, wte re-initialised via lm_head",
+    },
+    "rnn_digits.py": {
+        "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
+        "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (75)",
+        "ignore_index_wrong": "edits test()'s evaluation-only loss (66)",
+        "label_noise": "corrupts to_dataset, shared with the test split (76); misses 101",
+        "low_precision_loss": "casts test()'s evaluation-only loss (66)",
+        "nll_without_log_softmax": "misses log_softmax in forward() with nll_loss in train() (36)",
+        "no_shuffle": "misses shuffle=True in the train_kwargs dict (95)",
+        "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (110)",
+        "shift_labels": "shifts to_dataset, shared with the test split (76); misses 101",
+        "shuffle_labels": "shuffles to_dataset, shared with the test split (76); misses 101",
+        "swap_loss_arguments": "swaps test()'s evaluation-only loss (66)",
+    },
+    "segmentation_callbacks.py": {
+        "drop_load_state_dict": "deletes the restore of the best epoch's weights after training (83), not a resume",
+        "loss_from_item": "misses a loss returned by a training_step() method (102/116)",
+        "low_precision_loss": "casts validation_step's loss (107)",
+        "normalize_with_full_stats": "misses mean, std over images[:n_train] (144)",
+        "optimizer_recreated_each_epoch": "misses an optimizer handed to a Trainer whose fit() has the epoch loop (150)",
+        "shift_labels": "shifts the validation masks (147)",
+        "shuffle_labels": "shuffles the validation masks (147)",
+        "sigmoid_before_bce_with_logits": "edits validation_step's loss (107)",
+        "swap_loss_arguments": "swaps validation_step's loss (107)",
+    },
+    "siamese.py": {
+        "detach_hidden": "misses forward_once, the tower's forward (51)",
+        "drop_input_normalization": "misses the pixel scaling / 16.0 (99)",
+        "low_precision_loss": "misses a custom criterion module (117)",
+        "no_shuffle": "shuffle=False where the Dataset draws random pairs anyway (103): no effect",
+        "reduction_sum": "misses torch.mean in a custom loss (70)",
+    },
+    "vae.py": {
+        "detach_hidden": "misses encode()/decode(), forward's helpers (41, 50)",
+        "drop_input_normalization": "misses the pixel scaling digits / 16.0 (26)",
+        "optimizer_recreated_each_epoch": "misses a module-level optimizer with the epoch loop under __main__ (60)",
+    },
+    "word_lm.py": {
+        "change_batch_size": "misses batchify(data, args.batch_size) (80)",
+        "drop_input_to_device": "misses batchify's .to(device) (76)",
+        "drop_load_state_dict": "deletes the best-model reload for testing (184), not a resume",
+        "drop_optimizer_step": "misses the hand-written update p.data.add_(p.grad, alpha=-lr) (162)",
+        "drop_scheduler_step": "misses the manual annealing lr /= 4.0 (181)",
+        "low_precision_loss": "casts evaluate()'s loss (143)",
+        "nll_without_log_softmax": "misses log_softmax returned from forward() (108)",
+        "scale_lr": "misses the hand-written update's lr (162/169)",
+        "step_before_backward": "misses the hand-written update (161-162)",
+        "step_outside_batch_loop": "misses the hand-written update (161-162)",
+        "swap_loss_arguments": "swaps evaluate()'s loss (143)",
+        "zero_init": "misses a model without optimizer (116)",
+    },
+}
+
+
+@cache
+def _found(script: str) -> dict:
+    return bench_sites.found_sites(bench_sites.STYLES / script)
+
+
+def _cases():
+    for path in bench_sites.expected_files():
+        script = bench_sites.script_of(path).name
+        for op in sorted(bench_sites.load_expected(path)):
+            wrong = KNOWN_WRONG.get(script, {}).get(op)
+            marks = [pytest.mark.xfail(strict=True, reason=I14 + wrong)] if wrong else []
+            yield pytest.param(path, op, marks=marks, id=f"{script}-{op}")
+
+
+@pytest.mark.parametrize(("expected_file", "operator"), list(_cases()))
+def test_operator_sites_match_the_expected_file(expected_file: Path, operator: str):
+    script = bench_sites.script_of(expected_file).name
+    expected = bench_sites.load_expected(expected_file)[operator]
+    score = bench_sites.compare(expected, _found(script).get(operator, set()))
+    problems = [f"false site {f.describe()}" for f in score.false]
+    problems += [f"missed site {e.describe()}" for e in score.missed]
+    assert not problems, f"{script} {operator}: " + "; ".join(problems)
+
+
+def test_known_wrong_cases_name_real_cases():
+    cases = {
+        (bench_sites.script_of(p).name, op)
+        for p in bench_sites.expected_files()
+        for op in bench_sites.load_expected(p)
+    }
+    assert {(script, op) for script, ops in KNOWN_WRONG.items() for op in ops} <= cases
+
+
+@pytest.mark.parametrize("expected_file", bench_sites.expected_files(), ids=lambda p: p.name)
+def test_expected_file_reviews_every_operator(expected_file: Path):
+    """A newly registered operator needs a hand decision (lines or []) in every file."""
+    listed = set(bench_sites.load_expected(expected_file))
+    registered = set(operator_classes())
+    assert listed == registered, (
+        f"{expected_file.name}: unreviewed {sorted(registered - listed)}, unknown {sorted(listed - registered)}"
+    )
+
+
+@pytest.mark.parametrize("expected_file", bench_sites.expected_files(), ids=lambda p: p.name)
+def test_expected_lines_point_at_code(expected_file: Path):
+    """Guards the files against typos: every named line is a line of code in the script."""
+    lines = bench_sites.script_of(expected_file).read_text(encoding="utf-8").splitlines()
+    for op, entries in bench_sites.load_expected(expected_file).items():
+        for entry in entries:
+            for number in entry.lines | (entry.after or frozenset()):
+                assert 1 <= number <= len(lines), f"{op}: line {number} is past the end"
+                text = lines[number - 1].strip()
+                assert text and not text.startswith("#"), (
+                    f"{op}: line {number} is not code: {text!r}"
+                )
+
+
+def test_the_compare_counts_false_missed_and_landing():
+    entry = bench_sites.Entry(frozenset([10]), frozenset([12]))
+    score = bench_sites.compare(
+        [entry, bench_sites.Entry(frozenset([20, 21]))],
+        {bench_sites.Found(10, 11), bench_sites.Found(21), bench_sites.Found(30)},
+    )
+    assert [f.line for f in score.true] == [21]
+    assert [f.line for f in score.false] == [10, 30]  # 10 lands in the wrong place
+    assert score.missed == [entry]
+
+
+# -- the scripts run -----------------------------------------------------------------------
+# script -> (tiny argv, what the losses must do: "fall" from first to last, or stay "finite")
+RUNS = {
+    "dcgan.py": (["--niter", "2", "--n-images", "128"], "finite"),
+    "vae.py": (["--epochs", "2"], "fall"),
+    "siamese.py": (["--epochs", "2", "--pairs", "512"], "fall"),
+    "imagenet_trainer.py": (["--epochs", "1"], "fall"),
+    "rnn_digits.py": (["--epochs", "2"], "fall"),
+    "word_lm.py": (["--epochs", "2", "--sentences", "400"], "fall"),
+    "lbfgs_sine.py": (["--steps", "2", "--waves", "8", "--length", "30", "--future", "5"], "fall"),
+    "manual_sgd_regression.py": (["--epochs", "5"], "fall"),
+    "nanogpt_trainer.py": (["--max_iters=20", "--eval_interval=10", "--eval_iters=2"], "fall"),
+    "mnist_nll.py": (["--epochs", "1"], "fall"),
+    "segmentation_callbacks.py": (["--epochs", "2", "--n-images", "128"], "fall"),
+}
+LOSS = re.compile(r"loss\w*[:\s]+(-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf))", re.IGNORECASE)
+
+
+def test_every_script_with_an_expected_file_is_run():
+    assert {bench_sites.script_of(p).name for p in bench_sites.expected_files()} == set(RUNS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(RUNS))
+def test_style_script_trains_on_cpu(script: str, tmp_path: Path):
+    argv, expectation = RUNS[script]
+    done = subprocess.run(
+        [sys.executable, str(bench_sites.STYLES / script), *argv],
+        cwd=tmp_path,  # checkpoints and saved models land here, not in the tree
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    losses = [float(v) for v in LOSS.findall(done.stdout)]
+    assert len(losses) >= 2, f"no loss lines in:\n{done.stdout[-1000:]}"
+    assert all(math.isfinite(v) for v in losses), losses
+    if expectation == "fall":
+        assert losses[-1] < losses[0], f"loss did not fall: {losses}"
