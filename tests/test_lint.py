@@ -94,12 +94,8 @@ def test_the_fixed_interview_loop_is_clean():
 # Style scripts (correct as far as anyone knows) where today's linter still fires.
 KNOWN_FALSE_ALARMS = {
     "imagenet_trainer.py": "TW605 on BatchNorm weights set to 1 (73), not a symmetric init",
-    "lbfgs_sine.py": "TW103 on LBFGS: the step is optimizer.step(closure) (86), backward in the closure",
     "manual_sgd_regression.py": "TW606 on x / x_std (33): the diabetes features have no constant column",
-    "nanogpt_trainer.py": "TW106 on gradient accumulation: one step per accumulated batch is meant (223)",
-    "rnn_digits.py": "TW701 where shuffle=True arrives through **train_kwargs (101)",
     "segmentation_callbacks.py": "TW701 on the validation loader (147), taken for a training one",
-    "word_lm.py": "TW103 on a hand-written SGD update p.data.add_(p.grad, alpha=-lr) (162)",
 }
 
 
