@@ -124,3 +124,27 @@ def test_html_section_has_the_curve_and_no_scripts(tmp_path: Path):
     assert curves[0].startswith("detector,max_fpr,threshold,fpr,detection")
     assert len(curves) == 1 + 2 * 8
     assert tmp_path / "bench" / "curves.csv" in written
+
+
+def test_bench_command_runs_the_linter_on_the_style_scripts(tmp_path: Path, capsys):
+    import csv
+
+    from experiments.bench.cli import STYLES_DIR, bench_main
+
+    argv = [
+        "--detector",
+        "trainwreck-lint",
+        "--loops",
+        "mlp_digits",
+        "--operator",
+        "drop_zero_grad",
+    ]
+    assert bench_main([*argv, "--clean-code", str(tmp_path / "nowhere")]) == 2
+    assert "--clean-code" in capsys.readouterr().err
+    assert bench_main([*argv, "--results-dir", str(tmp_path)]) == 0
+    [row] = csv.DictReader((tmp_path / "bench" / "leaderboard.csv").read_text().splitlines())
+    styles = [p for p in STYLES_DIR.glob("*.py") if not p.name.startswith("_")]
+    assert len(styles) >= 3
+    outcomes = list(csv.DictReader((tmp_path / "bench" / "outcomes.csv").read_text().splitlines()))
+    assert sum(o["loop"].startswith("styles/") for o in outcomes) == len(styles)
+    assert float(row["clean_code_fp"]) == 0.0  # the linter stays silent on clean code
