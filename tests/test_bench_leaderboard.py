@@ -148,3 +148,22 @@ def test_bench_command_runs_the_linter_on_the_style_scripts(tmp_path: Path, caps
     outcomes = list(csv.DictReader((tmp_path / "bench" / "outcomes.csv").read_text().splitlines()))
     assert sum(o["loop"].startswith("styles/") for o in outcomes) == len(styles)
     assert float(row["clean_code_fp"]) == 0.0  # the linter stays silent on clean code
+
+
+class NeverFits(DynamicDetector):
+    name = "never-fits"
+    learned = True
+
+    def fit(self, runs):
+        raise ValueError("needs more loops")
+
+    def check_run(self, run):  # pragma: no cover - never called
+        raise AssertionError
+
+
+def test_a_detector_that_failed_on_clean_runs_claims_no_false_positive_rate():
+    cases = [*CASES, run_case("b", "none", 0, 0.0), run_case("b", "m", 0, 0.5)]
+    [row] = leaderboard_rows([run_detector(NeverFits(), cases)])
+    assert row["fp_rate"] == 0.0  # unflagged ...
+    assert "FPR not measured: the detector failed on 41 of 41 clean runs" in row["note"]
+    assert "fit failed: needs more loops" in row["note"]

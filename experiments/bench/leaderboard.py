@@ -49,6 +49,12 @@ def _fpr_note(summary: dict[str, Any]) -> str:
     clean, high = summary["clean"], summary["fp_ci_high"]
     if not clean or summary["kind"] in ("static", "external"):  # a few scripts, not seeds
         return ""
+    if summary["clean_failed"]:
+        # A clean run the detector failed on is unflagged without being judged.
+        return (
+            f"FPR not measured: the detector failed on {summary['clean_failed']} of {clean}"
+            " clean runs"
+        )
     if high <= TARGET_FPR:
         return f"FPR <= {TARGET_FPR:g} established (95% upper bound {high:.3f})"
     return (
@@ -76,6 +82,9 @@ def leaderboard_rows(reports: Iterable[DetectorReport], tolerance: int = 0) -> l
         kinds = sorted({o.error_kind for o in report.outcomes if o.error_kind})
         if kinds:
             notes.append("errors: " + ", ".join(kinds))
+        first_fit = next((o.error for o in report.outcomes if o.error_kind == "fit"), None)
+        if first_fit:
+            notes.append(first_fit)
         row["note"] = "; ".join(note for note in notes if note)
         rows.append(row)
     return rows

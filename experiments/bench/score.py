@@ -273,6 +273,7 @@ def summarize(outcomes: list[Outcome], tolerance: int = 0, scored: bool = False)
         "fp_rate": _rate(false_positives, len(clean)),
         "fp_ci_low": low if clean else None,
         "fp_ci_high": high if clean else None,
+        "clean_failed": sum(1 for o in clean if o.error),  # "no finding" by failure, not by look
         "detection_at_5fpr": detection_at_fpr(
             scores(clean, scored), scores(mutants, scored), TARGET_FPR
         ),
