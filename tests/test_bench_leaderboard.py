@@ -167,3 +167,15 @@ def test_a_detector_that_failed_on_clean_runs_claims_no_false_positive_rate():
     assert row["fp_rate"] == 0.0  # unflagged ...
     assert "FPR not measured: the detector failed on 41 of 41 clean runs" in row["note"]
     assert "fit failed: needs more loops" in row["note"]
+
+
+def test_svg_curve_corners_are_the_best_detection_at_each_rate():
+    from experiments.bench.leaderboard import _envelope
+    from experiments.bench.operating import curve
+
+    points = curve([0.0, 0.2, 0.4, 0.6], [0.1, 0.3, 0.5, 0.9])
+    # at rate 0 the best is 1 of 4 mutants (>= 0.9), at 0.25 2 of 4 (>= 0.5); cut there
+    assert _envelope(points, 0.25) == [(0.0, 0.25), (0.25, 0.5)]
+    # held flat to the axis's end
+    assert _envelope(points, 0.3) == [(0.0, 0.25), (0.25, 0.5), (0.3, 0.5)]
+    assert _envelope([], 0.25) == []

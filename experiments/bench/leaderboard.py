@@ -141,37 +141,58 @@ def curve_rows(report: DetectorReport) -> list[dict[str, Any]]:
     return rows
 
 
+SVG_MAX_FPR = 0.25  # the x axis: the region a user would accept, not up to "flag everything"
+
+
+def _envelope(points: list[Point], max_fpr: float) -> list[tuple[float, float]]:
+    """(fpr, detection) corners of the step curve up to ``max_fpr``: the best detection at
+    each distinct rate, the curve held flat to the axis's end."""
+    best: dict[float, float] = {}
+    for point in points:
+        if not math.isnan(point.fpr + point.detection) and point.fpr <= max_fpr:
+            best[point.fpr] = max(best.get(point.fpr, 0.0), point.detection)
+    corners: list[tuple[float, float]] = []
+    for fpr in sorted(best):
+        if not corners or best[fpr] > corners[-1][1]:
+            corners.append((fpr, best[fpr]))
+    if corners and corners[-1][0] < max_fpr:
+        corners.append((max_fpr, corners[-1][1]))
+    return corners
+
+
 def curve_svg(reports: list[DetectorReport], size: int = 220) -> str:
-    """Detection (y) against false-positive rate (x) as step lines, one per detector, with
-    the 5% budget marked."""
+    """Detection (y) against false-positive rate (x, 0 to ``SVG_MAX_FPR``) as step lines,
+    one per detector, with the 5% budget marked."""
     pad = 30
     span = size - 2 * pad
     colours = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
     def xy(fpr: float, detection: float) -> str:
-        return f"{pad + fpr * span:.1f},{pad + (1 - detection) * span:.1f}"
+        return f"{pad + fpr / SVG_MAX_FPR * span:.1f},{pad + (1 - detection) * span:.1f}"
 
+    target_x = pad + TARGET_FPR / SVG_MAX_FPR * span
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{size + 160}" height="{size}"'
         ' role="img" aria-label="detection against false-positive rate">',
         f'<rect x="{pad}" y="{pad}" width="{span}" height="{span}" fill="none" stroke="#999"/>',
-        f'<line x1="{pad + TARGET_FPR * span:.1f}" y1="{pad}" x2="{pad + TARGET_FPR * span:.1f}"'
-        f' y2="{pad + span}" stroke="#999" stroke-dasharray="3,3"/>',
-        f'<text x="{pad}" y="{size - 8}" font-size="10">false-positive rate (0-1;'
-        f" dashed: {TARGET_FPR:g})</text>",
+        f'<line x1="{target_x:.1f}" y1="{pad}" x2="{target_x:.1f}" y2="{pad + span}"'
+        ' stroke="#999" stroke-dasharray="3,3"/>',
+        f'<text x="{pad}" y="{size - 8}" font-size="10">false-positive rate'
+        f" (0-{SVG_MAX_FPR:g}; dashed: {TARGET_FPR:g})</text>",
         f'<text x="4" y="{pad - 8}" font-size="10">detection (0-1)</text>',
     ]
     drawn = [r for r in reports if not r.unavailable and r.outcomes]
     for index, report in enumerate(drawn):
-        points = [p for p in report_curve(report) if not math.isnan(p.fpr + p.detection)]
-        if not points:
+        corners = _envelope(report_curve(report), SVG_MAX_FPR)
+        if not corners:
             continue
-        steps = []
-        for previous, point in itertools.pairwise(points):
-            steps += [xy(point.fpr, previous.detection), xy(point.fpr, point.detection)]
-        path = " ".join([xy(points[0].fpr, points[0].detection), *steps])
+        steps = [xy(*corners[0])]
+        for (_, previous), (fpr, detection) in itertools.pairwise(corners):
+            steps += [xy(fpr, previous), xy(fpr, detection)]
         colour = colours[index % len(colours)]
-        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        parts.append(
+            f'<polyline points="{" ".join(steps)}" fill="none" stroke="{colour}" stroke-width="2"/>'
+        )
         parts.append(
             f'<text x="{size - 10}" y="{pad + 14 * index + 10}" font-size="11" fill="{colour}">'
             f"{html.escape(report.name)}</text>"
