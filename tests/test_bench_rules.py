@@ -76,3 +76,17 @@ def test_thresholds_are_configurable_and_typos_fail():
     assert RulesConfig.from_options({"patience": "3"}).patience == 3
     with pytest.raises(ValueError, match="unknown rules setting"):
         RulesConfig.from_options({"patiense": 3})
+
+
+def test_suspicion_counts_the_distinct_rules_that_fired():
+    from experiments.bench.api import RunInput
+    from experiments.bench.rules import TrainwreckRules
+
+    rules = TrainwreckRules()
+    assert rules.scored
+    healthy = RunInput(synthetic_records(decreasing()), {})
+    assert rules.suspicion(healthy) == 0.0
+    broken = RunInput(synthetic_records(decreasing(), update_ratio=0.0, eval_mode_fraction=1.0), {})
+    fired = {finding.rule for finding in rules.check_run(broken)}
+    assert {"no_update", "eval_mode_training"} <= fired
+    assert rules.suspicion(broken) == float(len(fired))

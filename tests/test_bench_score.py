@@ -18,14 +18,8 @@ from experiments.bench.api import (
     get_detector,
 )
 from experiments.bench.corpus import Case, Truth, run_cases
-from experiments.bench.score import (
-    html_section,
-    leaderboard_rows,
-    per_group,
-    run_detector,
-    summarize,
-    write_leaderboard,
-)
+from experiments.bench.leaderboard import html_section, leaderboard_rows, write_leaderboard
+from experiments.bench.score import per_group, run_detector, summarize
 
 
 def case(
@@ -148,6 +142,7 @@ def test_unavailable_detectors_get_a_row_with_the_reason_and_no_numbers(tmp_path
     written = write_leaderboard(reports, tmp_path / "bench")
     names = sorted(p.name for p in written)
     assert names == [
+        "curves.csv",
         "leaderboard.csv",
         "leaderboard.md",
         "outcomes.csv",

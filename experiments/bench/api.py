@@ -92,6 +92,9 @@ class Detector(ABC):
     inputs: ClassVar[str] = "source"  # "source": ScriptInput, "run": RunInput
     summary: ClassVar[str] = ""
     learned: ClassVar[bool] = False  # needs ``fit`` on other loops' runs before ``detect``
+    # ``suspicion`` gives a score per input (higher: more likely buggy), so the scorer can
+    # draw detection against false-positive rate over every threshold, not one point.
+    scored: ClassVar[bool] = False
     timeout_s: ClassVar[float] = 60.0
 
     def unavailable(self) -> str | None:
@@ -101,6 +104,14 @@ class Detector(ABC):
     def fit(self, runs: list[RunInput]) -> None:
         """Train on labelled runs (learned detectors only)."""
         raise NotImplementedError(f"detector {self.name!r} is not learned")
+
+    def fit_summary(self) -> str:
+        """One line on what the last ``fit`` chose (a calibrated threshold...), or ""."""
+        return ""
+
+    def suspicion(self, item: ScriptInput | RunInput) -> float | None:
+        """A score for one input, higher when more likely buggy (``scored`` detectors)."""
+        return None
 
     @abstractmethod
     def detect(self, item: ScriptInput | RunInput) -> list[Finding]:

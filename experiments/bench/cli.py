@@ -13,6 +13,9 @@ from pathlib import Path
 
 from experiments.cli_support import Parser, UserError, guarded
 
+# Our own code in the styles of common public examples: clean code for static detectors.
+STYLES_DIR = Path(__file__).resolve().parents[2] / "tests" / "styles"
+
 # -- lint ------------------------------------------------------------------------------------
 
 
@@ -118,6 +121,12 @@ def _score(argv: list[str]) -> int:
     )
     parser.add_argument("--line-tolerance", type=int, default=0, help="localization slack in lines")
     parser.add_argument(
+        "--clean-code",
+        default=str(STYLES_DIR),
+        metavar="DIR",
+        help="unmutated scripts (*.py) that static detectors must not flag (default: tests/styles)",
+    )
+    parser.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE", help="detector options"
     )
     args = parser.parse_args(argv)
@@ -125,10 +134,11 @@ def _score(argv: list[str]) -> int:
         raise UserError(
             "give --detector NAME (repeatable); `trainwreck bench detectors` lists them"
         )
-    from experiments.bench import score
+    from experiments.bench import leaderboard, score
     from experiments.bench.api import get_detector
     from experiments.bench.corpus import reference_loops, run_cases, source_cases
     from experiments.bench.progress import progress_printer
+    from experiments.bench.styles import style_cases
 
     options = _options(args.option)
     try:
@@ -139,20 +149,28 @@ def _score(argv: list[str]) -> int:
     if not loops:
         raise UserError("no reference loops found")
     results_dir = Path(args.results_dir)
+    clean_code = Path(args.clean_code)
+    if not clean_code.is_dir():
+        raise UserError(
+            f"--clean-code {args.clean_code}: not a folder (give one with *.py scripts)"
+        )
     reports = []
     for detector in detectors:
         if detector.inputs == "source":
             cases = _source_cases(source_cases, loops, args)
+            if detector.kind in ("static", "external"):  # reads code, never runs it
+                cases += style_cases(clean_code)
         else:
             cases = run_cases(results_dir, args.loops)
             if not cases:
                 print(f"{detector.name}: no stored runs under {results_dir}/runs", file=sys.stderr)
         report = score.run_detector(detector, cases, args.timeout, progress_printer(detector.name))
         reports.append(report)
-    written = score.write_leaderboard(reports, results_dir / "bench", args.line_tolerance)
+    written = leaderboard.write_leaderboard(reports, results_dir / "bench", args.line_tolerance)
     print(
-        score.markdown_table(
-            score.leaderboard_rows(reports, args.line_tolerance), score.LEADERBOARD_COLUMNS
+        leaderboard.markdown_table(
+            leaderboard.leaderboard_rows(reports, args.line_tolerance),
+            leaderboard.LEADERBOARD_COLUMNS,
         )
     )
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)

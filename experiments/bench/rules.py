@@ -219,12 +219,18 @@ class TrainwreckRules(DynamicDetector):
     name = "trainwreck-rules"
     summary = "causal rule checks over the trace (AutoTrainer/DeepDiagnosis style)"
     timeout_s = 30.0
+    # The thresholds are fixed; the only graded answer is how many distinct rules fired
+    # (flagging at >= 1 is the detector's own operating point, >= 2 a stricter one).
+    scored = True
 
     def __init__(self, **options: Any) -> None:
         self.config = RulesConfig.from_options(options)
 
     def check_run(self, run: RunInput) -> list[Finding]:
         return check_records(run.records, self.config)
+
+    def suspicion(self, item: RunInput) -> float:  # type: ignore[override]
+        return float(len({finding.rule for finding in self.check_run(item)}))
 
 
 @register

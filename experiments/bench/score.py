@@ -16,22 +16,25 @@ Scores (mutants = cases with a mutation, clean = unmutated scripts or runs):
 - changed: mutants whose findings differ from the same loop's clean findings (what a
   tool "sees" of a mutation, even when it also flags the clean script);
 - steps to detection: median of the earliest finding step over detected mutants;
-- runtime: mean seconds per case.
+- runtime: mean seconds per case;
+- detection at FPR <= 5%: the best detection over thresholds of the detector's score (or
+  its one operating point) whose false-positive rate is within 5% (``operating``), and the
+  exact 95% interval of the false-positive rate;
+- clean code (source detectors): unmutated files flagged, over the reference loops and the
+  style scripts (cases whose loop starts with ``styles/``).
+
+The leaderboard files are written by ``experiments.bench.leaderboard``.
 """
 
 from __future__ import annotations
 
-import csv
-import html
-import io
 import math
 import signal
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from experiments.bench.api import (
@@ -42,7 +45,7 @@ from experiments.bench.api import (
     validate_findings,
 )
 from experiments.bench.corpus import Case
-from experiments.files import write_text_atomic
+from experiments.bench.operating import TARGET_FPR, detection_at_fpr, fpr_interval
 
 Progress = Callable[[int, int], None]
 
@@ -56,6 +59,7 @@ class Outcome:
     error: str | None = None
     error_kind: str | None = None  # crash | timeout | garbage | fit
     seconds: float = 0.0
+    score: float | None = None  # the detector's suspicion, for scored detectors
 
     @property
     def detected(self) -> bool:
@@ -86,6 +90,8 @@ class DetectorReport:
     outcomes: list[Outcome] = field(default_factory=list)
     unavailable: str | None = None
     seconds: float = 0.0
+    scored: bool = False
+    fit_notes: list[str] = field(default_factory=list)  # per held-out loop, what fit chose
 
 
 class _Timeout(Exception):
@@ -117,9 +123,9 @@ def _run_one(detector: Detector, case: Case, timeout_s: float) -> Outcome:
         item = case.script if detector.inputs == "source" else case.load_run()
         if item is None:
             raise DetectorError(f"case {case.case_id} has no {detector.inputs} input")
-        outcome.findings = validate_findings(
-            _with_timeout(lambda: detector.detect(item), timeout_s)
-        )
+        findings, score = _with_timeout(lambda: _assess(detector, item), timeout_s)
+        outcome.findings = validate_findings(findings)
+        outcome.score = score
     except _Timeout:
         outcome.error, outcome.error_kind = f"timed out after {timeout_s:g} s", "timeout"
     except GarbageOutput as error:
@@ -131,6 +137,16 @@ def _run_one(detector: Detector, case: Case, timeout_s: float) -> Outcome:
     return outcome
 
 
+def _assess(detector: Detector, item: Any) -> tuple[Any, float | None]:
+    findings = detector.detect(item)
+    if not detector.scored:
+        return findings, None
+    score = detector.suspicion(item)
+    if not isinstance(score, (int, float)) or math.isnan(score):
+        raise GarbageOutput(f"suspicion score {score!r} is not a number")
+    return findings, float(score)
+
+
 def run_detector(
     detector: Detector,
     cases: list[Case],
@@ -138,7 +154,7 @@ def run_detector(
     progress: Progress | None = None,
 ) -> DetectorReport:
     """Every case through one detector (leave-one-loop-out training for learned ones)."""
-    report = DetectorReport(detector.name, detector.kind)
+    report = DetectorReport(detector.name, detector.kind, scored=detector.scored)
     reason = detector.unavailable()
     if reason:
         report.unavailable = reason
@@ -146,7 +162,7 @@ def run_detector(
     timeout = timeout_s if timeout_s is not None else detector.timeout_s
     started = time.perf_counter()
     if detector.learned:
-        report.outcomes = _leave_one_loop_out(detector, cases, timeout, progress)
+        report.outcomes = _leave_one_loop_out(detector, cases, timeout, progress, report.fit_notes)
     else:
         for done, case in enumerate(cases, 1):
             report.outcomes.append(_run_one(detector, case, timeout))
@@ -157,17 +173,26 @@ def run_detector(
 
 
 def _leave_one_loop_out(
-    detector: Detector, cases: list[Case], timeout: float, progress: Progress | None
+    detector: Detector,
+    cases: list[Case],
+    timeout: float,
+    progress: Progress | None,
+    notes: list[str],
 ) -> list[Outcome]:
     loops = sorted({case.loop for case in cases})
+    # Every run is training data for all folds but its own: read each trace once.
+    loaded = {case.case_id: case.load_run() for case in cases}
     outcomes: list[Outcome] = []
     for loop in loops:
         held_out = [case for case in cases if case.loop == loop]
-        training = [case.load_run() for case in cases if case.loop != loop]
+        training = [loaded[case.case_id] for case in cases if case.loop != loop]
         try:
             if not training:
                 raise DetectorError("no other loop to train on")
             detector.fit(training)
+            summary = detector.fit_summary()
+            if summary:
+                notes.append(f"held out {loop}: {summary}")
         except Exception as error:
             for case in held_out:
                 outcomes.append(Outcome(case, error=f"fit failed: {error}", error_kind="fit"))
@@ -190,10 +215,41 @@ def _findings_key(outcome: Outcome) -> frozenset[tuple[str, str, str]]:
     return frozenset((f.rule, f.category, f.message) for f in outcome.findings)
 
 
-def summarize(outcomes: list[Outcome], tolerance: int = 0) -> dict[str, Any]:
-    """The headline numbers for a set of outcomes (one detector)."""
+CLEAN_CODE_PREFIX = "styles/"
+
+
+def is_style(case: Case) -> bool:
+    """An unmutated script in the style of public examples (clean code, not a loop)."""
+    return case.loop.startswith(CLEAN_CODE_PREFIX)
+
+
+def ground_truth(outcomes: list[Outcome]) -> list[Outcome]:
+    """Outcomes that can be scored: not runs of mutants whose mutated lines never ran
+    (status ``unreached``, or ``reached`` false; rows without the field count)."""
+    return [
+        o
+        for o in outcomes
+        if o.case.result.get("status") != "unreached" and o.case.result.get("reached") is not False
+    ]
+
+
+def scores(outcomes: list[Outcome], scored: bool) -> list[float]:
+    """Each outcome as a number: the detector's score, or 1/0 for finding/no finding.
+    A failed case scores as "no finding" (-inf for scored detectors)."""
+    if scored:
+        return [o.score if o.score is not None else -math.inf for o in outcomes]
+    return [1.0 if o.detected else 0.0 for o in outcomes]
+
+
+def summarize(outcomes: list[Outcome], tolerance: int = 0, scored: bool = False) -> dict[str, Any]:
+    """The headline numbers for a set of outcomes (one detector). The loops' own clean
+    cases make the false-positive rate; style scripts only count as clean code."""
+    outcomes = ground_truth(outcomes)
     mutants = [o for o in outcomes if not o.case.truth.clean]
-    clean = [o for o in outcomes if o.case.truth.clean]
+    clean = [o for o in outcomes if o.case.truth.clean and not is_style(o.case)]
+    clean_code = [o for o in outcomes if o.case.truth.clean and o.case.script is not None]
+    false_positives = sum(1 for o in clean if o.detected)
+    low, high = fpr_interval(false_positives, len(clean))
     detected = [o for o in mutants if o.detected]
     clean_keys = {(o.case.loop, o.case.seed): _findings_key(o) for o in clean}
     clean_by_loop = {o.case.loop: _findings_key(o) for o in clean}
@@ -213,8 +269,16 @@ def summarize(outcomes: list[Outcome], tolerance: int = 0) -> dict[str, Any]:
         "detected": len(detected),
         "detection_rate": _rate(len(detected), len(mutants)),
         "clean": len(clean),
-        "false_positives": sum(1 for o in clean if o.detected),
-        "fp_rate": _rate(sum(1 for o in clean if o.detected), len(clean)),
+        "false_positives": false_positives,
+        "fp_rate": _rate(false_positives, len(clean)),
+        "fp_ci_low": low if clean else None,
+        "fp_ci_high": high if clean else None,
+        "clean_failed": sum(1 for o in clean if o.error),  # "no finding" by failure, not by look
+        "detection_at_5fpr": detection_at_fpr(
+            scores(clean, scored), scores(mutants, scored), TARGET_FPR
+        ),
+        "clean_code_files": len(clean_code) or None,
+        "clean_code_fp": _rate(sum(1 for o in clean_code if o.detected), len(clean_code)),
         "localization": _rate(sum(1 for o in located if o.localized(tolerance)), len(located)),
         "category_accuracy": _rate(sum(1 for o in detected if o.category_correct), len(detected)),
         "changed": len(changed),
@@ -227,7 +291,7 @@ def summarize(outcomes: list[Outcome], tolerance: int = 0) -> dict[str, Any]:
 def per_group(outcomes: list[Outcome], key: str, tolerance: int = 0) -> list[dict[str, Any]]:
     """Scores per operator (``key="operator"``) or per category (``key="category"``)."""
     groups: dict[str, list[Outcome]] = {}
-    for outcome in outcomes:
+    for outcome in ground_truth(outcomes):
         truth = outcome.case.truth
         if truth.clean:
             continue
@@ -255,152 +319,3 @@ def per_group(outcomes: list[Outcome], key: str, tolerance: int = 0) -> list[dic
             }
         )
     return rows
-
-
-# -- leaderboard -----------------------------------------------------------------------------
-
-LEADERBOARD_COLUMNS = (
-    "detector",
-    "kind",
-    "mutants",
-    "detection_rate",
-    "clean",
-    "fp_rate",
-    "localization",
-    "category_accuracy",
-    "changed",
-    "median_steps",
-    "mean_seconds",
-    "errors",
-    "note",
-)
-
-
-def leaderboard_rows(reports: Iterable[DetectorReport], tolerance: int = 0) -> list[dict[str, Any]]:
-    rows = []
-    for report in reports:
-        if report.unavailable:
-            row = dict.fromkeys(LEADERBOARD_COLUMNS)
-            row.update(
-                detector=report.name, kind=report.kind, note=f"unavailable: {report.unavailable}"
-            )
-        else:
-            summary = summarize(report.outcomes, tolerance)
-            row = {column: summary.get(column) for column in LEADERBOARD_COLUMNS}
-            row.update(detector=report.name, kind=report.kind, note="")
-            kinds = sorted({o.error_kind for o in report.outcomes if o.error_kind})
-            if kinds:
-                row["note"] = "errors: " + ", ".join(kinds)
-        rows.append(row)
-    return rows
-
-
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.3f}" if value < 10 else f"{value:.1f}"
-    return str(value)
-
-
-def markdown_table(rows: list[dict[str, Any]], columns: Iterable[str] | None = None) -> str:
-    if not rows:
-        return "(no rows)\n"
-    names = list(columns or rows[0].keys())
-    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
-    for row in rows:
-        lines.append(
-            "| " + " | ".join(_cell(row.get(name)).replace("|", "/") for name in names) + " |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def leaderboard_markdown(reports: list[DetectorReport], tolerance: int = 0) -> str:
-    parts = [
-        "# Detector leaderboard\n",
-        markdown_table(leaderboard_rows(reports, tolerance), LEADERBOARD_COLUMNS),
-    ]
-    for report in reports:
-        if report.unavailable:
-            continue
-        parts.append(f"\n## {report.name}: per category\n")
-        parts.append(markdown_table(per_group(report.outcomes, "category", tolerance)))
-        parts.append(f"\n## {report.name}: per operator\n")
-        parts.append(markdown_table(per_group(report.outcomes, "operator", tolerance)))
-    return "".join(parts)
-
-
-def html_section(reports: list[DetectorReport], tolerance: int = 0) -> str:
-    """A self-contained ``<section>`` for the HTML report (no scripts, no external assets)."""
-    rows = leaderboard_rows(reports, tolerance)
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in LEADERBOARD_COLUMNS)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{html.escape(_cell(row.get(c)))}</td>" for c in LEADERBOARD_COLUMNS)
-        + "</tr>"
-        for row in rows
-    )
-    return (
-        '<section id="detector-benchmark"><h2>Detector benchmark</h2>'
-        "<p>Detection rate over mutants, false-positive rate over unmutated scripts/runs, "
-        "localization and category accuracy over detected mutants.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
-    )
-
-
-def _csv_text(rows: list[dict[str, Any]], columns: Iterable[str] | None = None) -> str:
-    buffer = io.StringIO()
-    names = list(columns or (rows[0].keys() if rows else []))
-    writer = csv.DictWriter(buffer, fieldnames=names, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
-def outcome_rows(reports: Iterable[DetectorReport]) -> list[dict[str, Any]]:
-    rows = []
-    for report in reports:
-        for outcome in report.outcomes:
-            truth = outcome.case.truth
-            rows.append(
-                {
-                    "detector": report.name,
-                    "case": outcome.case.case_id,
-                    "loop": outcome.case.loop,
-                    "seed": outcome.case.seed,
-                    "operators": "+".join(truth.operators),
-                    "categories": "+".join(truth.categories),
-                    "mutant_lines": " ".join(map(str, truth.mutant_lines)),
-                    "detected": outcome.detected,
-                    "finding_categories": " ".join(f.category for f in outcome.findings),
-                    "finding_lines": " ".join(str(f.line) for f in outcome.findings if f.line),
-                    "finding_rules": " ".join(f.rule for f in outcome.findings),
-                    "first_step": outcome.first_step,
-                    "error": outcome.error or "",
-                    "seconds": round(outcome.seconds, 4),
-                }
-            )
-    return rows
-
-
-def write_leaderboard(
-    reports: list[DetectorReport], out_dir: Path, tolerance: int = 0
-) -> list[Path]:
-    """leaderboard.md, leaderboard.csv, per_operator.csv, outcomes.csv and section.html."""
-    per_operator = [
-        {"detector": report.name, **row}
-        for report in reports
-        for row in per_group(report.outcomes, "operator", tolerance)
-    ]
-    files = {
-        "leaderboard.md": leaderboard_markdown(reports, tolerance),
-        "leaderboard.csv": _csv_text(leaderboard_rows(reports, tolerance), LEADERBOARD_COLUMNS),
-        "per_operator.csv": _csv_text(per_operator),
-        "outcomes.csv": _csv_text(outcome_rows(reports)),
-        "section.html": html_section(reports, tolerance),
-    }
-    written = []
-    for name, text in files.items():
-        write_text_atomic(out_dir / name, text)
-        written.append(out_dir / name)
-    return written
