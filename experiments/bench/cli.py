@@ -31,13 +31,21 @@ def _lint(argv: Sequence[str] | None) -> int:
     parser.add_argument("files", nargs="*", metavar="FILE")
     parser.add_argument("--select", help="comma-separated rule codes or prefixes (TW1,TW203)")
     parser.add_argument("--list-rules", action="store_true", help="print the rules and exit")
+    parser.add_argument(
+        "--min-confidence",
+        choices=("high", "medium", "low"),
+        default="medium",
+        help="report rules of this confidence or higher (default: medium; low rules depend "
+        "on data the linter cannot see)",
+    )
     args = parser.parse_args(argv)
-    from experiments.bench.lint import RULES, lint_source
+    from experiments.bench.lint import RULES, lint_source, rules_at
     from mutator.engine import MutationError
 
-    rules = RULES
+    rules = rules_at(args.min_confidence)
     if args.select:
         prefixes = [p.strip().upper() for p in args.select.split(",") if p.strip()]
+        # An explicit selection is honoured whatever the rules' confidence.
         rules = tuple(rule for rule in RULES if any(rule.code.startswith(p) for p in prefixes))
         if not rules:
             raise UserError(f"--select {args.select!r} matches no rule")

@@ -3,7 +3,10 @@
 Every rule is a small declared class (``rule.LintRule``) in one of this package's modules,
 found by walking the package. Rules are tuned for precision: on the unmutated reference
 loops and the style scripts they report nothing (a test enforces it), so a finding is
-worth reading. Output is flake8-style: ``path:line:col TW### message``.
+worth reading. Each rule states its confidence; ``low`` ones (a finding that depends on
+data the linter cannot see, such as whether a feature is ever constant) are left out unless
+asked for (``trainwreck lint --min-confidence low``). Output is flake8-style:
+``path:line:col TW### message``.
 """
 
 from __future__ import annotations
@@ -12,16 +15,25 @@ from collections.abc import Iterable
 
 from experiments.bench.api import Finding, ScriptInput, StaticDetector, register
 from experiments.bench.lint.registry import rules
-from experiments.bench.lint.rule import LintFinding, LintRule
+from experiments.bench.lint.rule import CONFIDENCES, LintFinding, LintRule
 from experiments.bench.lint.script import Script
 
-__all__ = ["RULES", "LintFinding", "LintRule", "TrainwreckLint", "lint_source"]
+__all__ = ["DEFAULT_RULES", "RULES", "LintFinding", "LintRule", "TrainwreckLint", "lint_source"]
 
 RULES: tuple[LintRule, ...] = rules()
 
 
+def rules_at(min_confidence: str) -> tuple[LintRule, ...]:
+    """The rules whose confidence is ``min_confidence`` or higher (high > medium > low)."""
+    cutoff = CONFIDENCES.index(min_confidence)
+    return tuple(rule for rule in RULES if CONFIDENCES.index(rule.confidence) <= cutoff)
+
+
+DEFAULT_RULES = rules_at("medium")
+
+
 def lint_source(
-    source: str, path: str = "<string>", rules: Iterable[LintRule] = RULES
+    source: str, path: str = "<string>", rules: Iterable[LintRule] = DEFAULT_RULES
 ) -> list[LintFinding]:
     """All findings for one file, sorted by position; raises MutationError on bad syntax."""
     script = Script(source, path)

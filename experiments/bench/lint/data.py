@@ -10,6 +10,7 @@ import libcst as cst
 from experiments.bench.lint.rule import LintRule, Report
 from experiments.bench.lint.script import Script
 from mutator.semantics import (
+    bound_target,
     callee_name,
     dotted_name,
     find_arg,
@@ -17,8 +18,10 @@ from mutator.semantics import (
     is_data_loader,
     is_false,
     is_label_name,
+    loader_role,
     method_name,
     number_value,
+    split_role,
 )
 
 
@@ -47,6 +50,11 @@ class TrainLoaderNotShuffled(LintRule):
         """,
         """
         from torch.utils.data import DataLoader
+        train_loader = DataLoader(ds[:n_train], batch_size=8, shuffle=True)
+        val_loader = DataLoader(TensorDataset(x[n_train:], y[n_train:]), batch_size=128)
+        """,
+        """
+        from torch.utils.data import DataLoader
         train_kwargs = {"batch_size": 64}
         accel_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}
         train_kwargs.update(accel_kwargs)
@@ -58,10 +66,10 @@ class TrainLoaderNotShuffled(LintRule):
         for call in script.calls:
             if not call.args or not is_data_loader(call, script.ctx):
                 continue
-            dataset = script.ctx.code(call.args[0].value).lower()
-            statement = script.ctx.statement_of(call)
-            assigned = script.ctx.code(statement).split("=", 1)[0].lower() if statement else ""
-            if "train" not in dataset and "train" not in assigned:
+            # The name the loader is bound to decides, then its dataset argument (shared
+            # with the operators): ``DataLoader(ds[n_train:])`` bound to ``val_loader`` is
+            # a validation loader, whatever substrings its arguments hold.
+            if loader_role(call, script.ctx) != "train":
                 continue
             if find_arg(call, keyword="sampler") or find_arg(call, keyword="batch_sampler"):
                 continue
@@ -168,6 +176,63 @@ class LeakySplit(LintRule):
                             assign,
                             f"{name} is all of {expr.value} while {other} is a slice of it",
                         )
+
+
+class ValidationLoaderOnTrainingData(LintRule):
+    """A loader named for validation built on the training set (``val_loader =
+    DataLoader(train_ds)``): every validation number is measured on data the model trained
+    on, so it looks better than the model is."""
+
+    code = "TW707"
+    category = "data"
+    summary = "validation loader over training data"
+    operators = ("train_val_leakage", "validate_on_training_data")
+    confidence = "medium"
+    invalid = (
+        """
+        from torch.utils.data import DataLoader
+        val_loader = DataLoader(train_ds, batch_size=256)  # <-
+        """,
+        """
+        from torch.utils.data import DataLoader, TensorDataset
+        val_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=256)  # <-
+        """,
+    )
+    valid = (
+        """
+        from torch.utils.data import DataLoader
+        val_loader = DataLoader(val_ds, batch_size=256)
+        """,
+        """
+        from torch.utils.data import DataLoader, TensorDataset
+        val_loader = DataLoader(TensorDataset(x[n_train:], y[n_train:]), batch_size=128)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            if not call.args or not is_data_loader(call, script.ctx):
+                continue
+            target = bound_target(call, script.ctx)
+            dataset = call.args[0].value
+            if target is None or split_role(script.ctx.code(target)) != "eval":
+                continue
+            if _names_training_data(dataset, script):
+                yield call, f"{script.ctx.code(target)} is built on {script.ctx.code(dataset)}"
+
+
+def _names_training_data(dataset: cst.BaseExpression, script: Script) -> bool:
+    """``train_ds``, ``self.train_set`` or ``TensorDataset(X_train, y_train)``: data named as
+    training data as a whole. An expression such as ``x[n_train:]`` names the split point,
+    not the data, so it never counts."""
+    if isinstance(dataset, cst.Call):
+        parts = [arg.value for arg in dataset.args if arg.keyword is None]
+    else:
+        parts = [dataset]
+    return bool(parts) and all(
+        isinstance(part, (cst.Name, cst.Attribute)) and split_role(script.ctx.code(part)) == "train"
+        for part in parts
+    )
 
 
 class CorruptedLabels(LintRule):

@@ -131,6 +131,14 @@ class ZeroWeightInit(LintRule):
         from torch import nn
         nn.init.zeros_(layer.bias)
         """,
+        """
+        from torch import nn
+        for m in model.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight)
+            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+                nn.init.constant_(m.weight, 1)
+        """,
     )
 
     def check(self, script: Script) -> Report:
@@ -140,17 +148,39 @@ class ZeroWeightInit(LintRule):
             target = script.ctx.code(call.args[0].value)
             loop = script.ctx.enclosing(call, cst.For)
             over_parameters = loop is not None and "parameters()" in script.ctx.code(loop.iter)
+            if _normalization_branch(call, script):
+                continue  # a norm layer's per-channel scale: nothing to keep symmetric
             if target.endswith("weight") or over_parameters:
                 yield call, "weights initialised to a constant: units stay symmetric"
 
 
+# Layers whose weight is a per-channel scale (BatchNorm2d, LayerNorm, GroupNorm, ...): a
+# constant init (1 by default) is standard and leaves no units to tell apart.
+_NORM_LAYER = re.compile(r"\b\w*Norm\w*\b")
+
+
+def _normalization_branch(call: cst.Call, script: Script) -> bool:
+    """Is ``call`` in the body of an ``if``/``elif`` that tests for a normalization layer
+    (``elif isinstance(m, nn.BatchNorm2d):``)?"""
+    child: cst.CSTNode = call
+    for ancestor in script.ctx.ancestors(call):
+        if isinstance(ancestor, cst.If) and child is ancestor.body:
+            return bool(_NORM_LAYER.search(script.ctx.code(ancestor.test)))
+        child = ancestor
+    return False
+
+
 class StdWithoutEpsilon(LintRule):
-    """Division by a per-feature ``std()`` with no epsilon: constant features give inf."""
+    """Division by a per-feature ``std()`` with no epsilon: constant features give inf.
+
+    Low confidence: whether a feature is ever constant depends on the data, which the linter
+    cannot see (tabular data such as sklearn's diabetes has none; image pixels often do)."""
 
     code = "TW606"
     category = "numerics"
     summary = "std without epsilon"
     operators = ("missing_epsilon",)
+    confidence = "low"
     invalid = (
         """
         x = (x - x.mean(0)) / x.std(0)  # <-
