@@ -1,0 +1,128 @@
+"""The ``softmax_wrong_dim`` operator (SoftmaxWrongDim)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Replacement, Swap
+from mutator.semantics import (
+    find_arg,
+    in_no_grad,
+    method_name,
+    number_literal,
+    number_value,
+    resolve,
+    with_arg_value,
+)
+
+SOFTMAX_FUNCTIONS = frozenset(
+    {
+        "torch.softmax",
+        "torch.log_softmax",
+        "torch.nn.functional.softmax",
+        "torch.nn.functional.log_softmax",
+        "torch.special.softmax",
+        "torch.special.log_softmax",
+    }
+)
+SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax"})
+
+
+def _dim_arg(call: cst.Call, ctx: Context) -> cst.Arg | None:
+    """The ``dim`` argument of a softmax/log_softmax call or module, else None."""
+    if resolve(call.func, ctx, strict=False).matches(SOFTMAX_FUNCTIONS):
+        return find_arg(call, "dim", 1)
+    if resolve(call.func, ctx, strict=False).matches(SOFTMAX_MODULES):
+        return find_arg(call, "dim", 0)
+    if method_name(call) in ("softmax", "log_softmax") and isinstance(call.func, cst.Attribute):
+        return find_arg(call, "dim", 0)  # logits.softmax(-1)
+    return None
+
+
+class SoftmaxWrongDim(Swap):
+    """Normalise a softmax/log_softmax over the batch dimension (``dim=0``).
+
+    Bug: the softmax runs over the wrong axis (``dim=0`` where the classes or keys were on
+    ``dim=1``/``-1``), a slip that no shape check catches because the output has the same
+    shape. Impact: each class's scores are normalised across the samples of the batch:
+    the "probabilities" of one sample no longer sum to 1 and depend on the other samples,
+    so an NLL loss on them pushes the wrong quantity; accuracy stays near chance or well
+    below the reference. In attention, each key's weights are mixed across the batch, and
+    a causal mask (the same -inf in every sample) turns into NaN. Fix: softmax over the
+    class/key axis (``dim=-1`` or ``dim=1`` for ``(N, C)``). Check: ``probs.sum(dim=-1)``
+    is all ones; changing one sample of the batch leaves the others' outputs unchanged.
+    """
+
+    name = "softmax_wrong_dim"
+    category = "numerics"
+    summary = "softmax/log_softmax over dim=0 (the batch) instead of the class axis."
+    expected = "breaks_training"
+    node_types = (cst.Call,)
+    examples = (
+        Example(
+            before="""
+                import torch.nn.functional as F
+                output = F.log_softmax(x, dim=1)
+            """,
+            after="""
+                import torch.nn.functional as F
+                output = F.log_softmax(x, dim=0)
+            """,
+        ),
+        Example(
+            before="""
+                import torch
+                att = torch.softmax(att, -1)
+            """,
+            after="""
+                import torch
+                att = torch.softmax(att, 0)
+            """,
+        ),
+        Example(
+            before="""
+                from torch import nn
+                self.out = nn.Sequential(nn.Linear(64, 10), nn.LogSoftmax(dim=1))
+            """,
+            after="""
+                from torch import nn
+                self.out = nn.Sequential(nn.Linear(64, 10), nn.LogSoftmax(dim=0))
+            """,
+        ),
+        Example(
+            before="probs = logits.softmax(dim=-1)\n",
+            after="probs = logits.softmax(dim=0)\n",
+        ),
+    )
+    non_examples = (
+        # Already over dim 0 (a 1-D vector of scores): could be right, leave it.
+        """
+            import torch.nn.functional as F
+            weights = F.softmax(scores, dim=0)
+        """,
+        # Evaluation only: the probabilities of a prediction under no_grad.
+        """
+            import torch
+            import torch.nn.functional as F
+            with torch.no_grad():
+                probs = F.softmax(model(x), dim=1)
+        """,
+        # No dim written: nothing to move.
+        """
+            import torch.nn.functional as F
+            p = F.softmax(x)
+        """,
+    )
+
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        assert isinstance(node, cst.Call)
+        dim = _dim_arg(node, ctx)
+        if dim is None or dim.star:
+            return None
+        value = number_value(dim.value)
+        if value is None or value == 0:
+            return None
+        if in_no_grad(node, ctx):
+            return None  # evaluation or sampling code: the training run does not see it
+        return with_arg_value(node, dim, number_literal(0, integer=True))
