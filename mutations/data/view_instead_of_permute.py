@@ -37,9 +37,10 @@ class ViewInsteadOfPermute(Swap):
     ``(N, H, W, C)`` data (numpy/PIL images, TFRecords), where ``permute(0, 3, 1, 2)`` was
     meant. The shape is right, so nothing fails. Impact: the values are not moved to their
     channel, only re-cut: every "channel" holds a scrambled strip of pixels of all colours,
-    and spatial neighbours in the tensor are no longer neighbours in the image. A
-    convolutional network trains on noise-like structure: the loss falls slowly and accuracy
-    stays far below the reference. Fix: ``permute`` (or ``movedim``) to reorder axes,
+    and spatial neighbours in the tensor are no longer neighbours in the image. The
+    scrambling is the same for every image, so a network still learns, but without the
+    locality its convolutions assume: the loss falls slower and accuracy stays below the
+    reference (channels_last_cifar, 2 epochs: 0.77 against 0.85). Fix: ``permute`` (or ``movedim``) to reorder axes,
     ``view``/``reshape`` only to split or merge adjacent ones. Check: plot one input channel
     after the conversion, or compare ``x[0, :, i, j]`` with the original pixel ``(i, j)``.
     """
@@ -47,7 +48,7 @@ class ViewInsteadOfPermute(Swap):
     name = "view_instead_of_permute"
     category = "data"
     summary = "x.permute(0, 3, 1, 2) written as a view to the same shape: pixels scrambled."
-    expected = "breaks_training"
+    expected = "degrades"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -46,10 +46,12 @@ class SoftmaxWrongDim(Swap):
     Bug: the softmax runs over the wrong axis (``dim=0`` where the classes or keys were on
     ``dim=1``/``-1``), a slip that no shape check catches because the output has the same
     shape. Impact: each class's scores are normalised across the samples of the batch:
-    the "probabilities" of one sample no longer sum to 1 and depend on the other samples,
-    so an NLL loss on them pushes the wrong quantity; accuracy stays near chance or well
-    below the reference. In attention, each key's weights are mixed across the batch, and
-    a causal mask (the same -inf in every sample) turns into NaN. Fix: softmax over the
+    the "probabilities" of one sample no longer sum to 1 and depend on the other samples.
+    An NLL loss on them still rewards the true class against the same class in the other
+    samples, so a classifier learns, but slower and miscalibrated (functional_digits, 2
+    epochs: train loss 1.82 against 0.30, accuracy 0.908 against 0.917); where the same
+    softmax makes the predictions, they depend on the batch. In attention a causal mask
+    (the same -inf in every sample) turns into NaN at once (nanogpt_trainer). Fix: softmax over the
     class/key axis (``dim=-1`` or ``dim=1`` for ``(N, C)``). Check: ``probs.sum(dim=-1)``
     is all ones; changing one sample of the batch leaves the others' outputs unchanged.
     """
@@ -57,7 +59,7 @@ class SoftmaxWrongDim(Swap):
     name = "softmax_wrong_dim"
     category = "numerics"
     summary = "softmax/log_softmax over dim=0 (the batch) instead of the class axis."
-    expected = "breaks_training"
+    expected = "degrades"
     node_types = (cst.Call,)
     examples = (
         Example(
