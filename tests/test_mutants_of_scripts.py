@@ -64,7 +64,9 @@ STYLE_ONLY = {
     "amp_without_grad_scaler": "no reference loop uses AMP (imagenet_trainer, nanogpt_trainer)",
     "augment_validation": "no reference loop augments (imagenet_trainer)",
     "clip_without_unscale": "no reference loop uses a GradScaler (nanogpt_trainer)",
+    "drop_sampler_set_epoch": "no reference loop uses a DistributedSampler (channels_last_cifar)",
     "gan_fake_not_detached": "no reference loop is a GAN (dcgan)",
+    "view_instead_of_permute": "no reference loop holds channels-last images (channels_last_cifar)",
 }
 
 
