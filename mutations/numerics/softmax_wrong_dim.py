@@ -7,12 +7,15 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
+    enclosing_function,
     find_arg,
+    identifier_words,
     in_no_grad,
     method_name,
     number_literal,
     number_value,
     resolve,
+    split_role,
     with_arg_value,
 )
 
@@ -27,6 +30,8 @@ SOFTMAX_FUNCTIONS = frozenset(
     }
 )
 SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax"})
+# Function names of prediction/sampling code (evaluation names come from split_role).
+_OUTPUT_WORDS = frozenset({"predict", "prediction", "generate", "sample", "infer", "inference"})
 
 
 def _dim_arg(call: cst.Call, ctx: Context) -> cst.Arg | None:
@@ -38,6 +43,16 @@ def _dim_arg(call: cst.Call, ctx: Context) -> cst.Arg | None:
     if method_name(call) in ("softmax", "log_softmax") and isinstance(call.func, cst.Attribute):
         return find_arg(call, "dim", 0)  # logits.softmax(-1)
     return None
+
+
+def _in_evaluation_function(node: cst.CSTNode, ctx: Context) -> bool:
+    """Inside ``evaluate()``/``test()``/``predict()``/``generate()``: output for a metric or
+    a sample, not the training loss (methods such as ``forward`` are not)."""
+    function = enclosing_function(node, ctx)
+    if function is None:
+        return False
+    name = function.name.value
+    return split_role(name) == "eval" or bool(identifier_words(name) & _OUTPUT_WORDS)
 
 
 class SoftmaxWrongDim(Swap):
@@ -110,6 +125,12 @@ class SoftmaxWrongDim(Swap):
             with torch.no_grad():
                 probs = F.softmax(model(x), dim=1)
         """,
+        # A prediction helper without no_grad: its probabilities feed no loss.
+        """
+            import torch.nn.functional as F
+            def predict(model, x):
+                return F.softmax(model(x), dim=1).argmax(1)
+        """,
         # No dim written: nothing to move.
         """
             import torch.nn.functional as F
@@ -125,6 +146,6 @@ class SoftmaxWrongDim(Swap):
         value = number_value(dim.value)
         if value is None or value == 0:
             return None
-        if in_no_grad(node, ctx):
-            return None  # evaluation or sampling code: the training run does not see it
+        if in_no_grad(node, ctx) or _in_evaluation_function(node, ctx):
+            return None  # evaluation, prediction or sampling code: training never sees it
         return with_arg_value(node, dim, number_literal(0, integer=True))
