@@ -66,6 +66,7 @@ STYLE_ONLY = {
     "clip_without_unscale": "no reference loop uses a GradScaler (nanogpt_trainer)",
     "drop_sampler_set_epoch": "no reference loop uses a DistributedSampler (channels_last_cifar)",
     "gan_fake_not_detached": "no reference loop is a GAN (dcgan)",
+    "padding_counted_in_loss": "no reference loop pads sequences (padded_char_lm)",
     "view_instead_of_permute": "no reference loop holds channels-last images (channels_last_cifar)",
 }
 

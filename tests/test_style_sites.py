@@ -107,6 +107,11 @@ KNOWN_WRONG = {
         "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
         "zero_init": "zeroes the Embedding branch (143): wpe alone, wte re-initialised via lm_head",
     },
+    "padded_char_lm.py": {
+        "detach_hidden": "misses the tuple-unpacked GRU output (42)",
+        "mix_batch_dims": "misses the logits flattened for a criterion module (50)",
+        "unshifted_lm_targets": "misses a shift written as [BOS] + ids / ids + [EOS] (23)",
+    },
     "rnn_digits.py": {
         "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
         "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (75)",
@@ -241,6 +246,7 @@ RUNS = {
     "lbfgs_sine.py": (["--steps", "2", "--waves", "8", "--length", "30", "--future", "5"], "fall"),
     "manual_sgd_regression.py": (["--epochs", "5"], "fall"),
     "nanogpt_trainer.py": (["--max_iters=20", "--eval_interval=10", "--eval_iters=2"], "fall"),
+    "padded_char_lm.py": (["--epochs", "2"], "fall"),
     "mnist_nll.py": (["--epochs", "1"], "fall"),
     "segmentation_callbacks.py": (["--epochs", "2", "--n-images", "128"], "fall"),
 }

@@ -107,6 +107,26 @@ class NoGradTrainingStep(Operator):
                 loss.backward()
             """,
         ),
+        # One function for training and evaluation: the backward sits in a block below.
+        Example(
+            before="""
+                import torch
+                def run_epoch(model, loader, optimizer=None):
+                    for x, y in loader:
+                        loss = criterion(model(x), y)
+                        if optimizer is not None:
+                            loss.backward()
+            """,
+            after="""
+                import torch
+                def run_epoch(model, loader, optimizer=None):
+                    for x, y in loader:
+                        with torch.no_grad():
+                            loss = criterion(model(x), y)
+                        if optimizer is not None:
+                            loss.backward()
+            """,
+        ),
     )
     non_examples = (
         # Evaluation: no backward follows.
@@ -135,11 +155,17 @@ class NoGradTrainingStep(Operator):
         ):
             return None  # already gradient-free, or a block defining functions
         for following in ctx.following_statements(node):
-            loss = _backward_of(following)
-            if loss in names:
-                return {node: _wrapped(node, torch)}
-            if names & _assigned(following, ctx):
-                return None  # reassigned first: a later statement is the site
+            # The backward may sit in a block below: ``if optimizer is not None: ...``.
+            lines = (
+                [following]
+                if isinstance(following, cst.SimpleStatementLine)
+                else ctx.nodes_within(following, cst.SimpleStatementLine)
+            )
+            for line in lines:
+                if _backward_of(line) in names:
+                    return {node: _wrapped(node, torch)}
+                if names & _assigned(line, ctx):
+                    return None  # reassigned first: a later statement is the site
         return None
 
 
