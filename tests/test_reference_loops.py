@@ -237,7 +237,12 @@ def test_every_operator_finds_a_site_in_some_loop():
     found = Counter(
         site.operator.name for source in sources for site in source.find_sites(operators)
     )
-    missing = sorted(op.name for op in operators if found[op.name] == 0)
+    # Bugs without reference-loop code (GAN, AMP, augmentation) have style-script sites.
+    from test_mutants_of_scripts import STYLE_ONLY
+
+    missing = sorted(
+        op.name for op in operators if found[op.name] == 0 and op.name not in STYLE_ONLY
+    )
     assert missing == [], f"operators with no site in any reference loop: {missing}"
 
 

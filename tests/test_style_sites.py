@@ -33,6 +33,12 @@ _spec.loader.exec_module(bench_sites)
 I14 = "issue 14: "
 # script -> operator -> what the engine gets wrong today on that script.
 KNOWN_WRONG = {
+    "channels_last_cifar.py": {
+        "label_noise": "misses the training targets passed to a Dataset class (66)",
+        "no_shuffle": "misses the DistributedSampler's default shuffle (70)",
+        "shift_labels": "misses the training targets passed to a Dataset class (66)",
+        "shuffle_labels": "misses the training targets passed to a Dataset class (66)",
+    },
     "dcgan.py": {
         "drop_activation": "removes the generator's output Tanh (30)",
         "drop_input_normalization": "misses the [-1, 1] pixel scaling images * 2 - 1 (19)",
@@ -100,6 +106,11 @@ KNOWN_WRONG = {
         "weight_decay_too_high": "adds an AdamW default the groups override (166); misses 29/163",
         "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
         "zero_init": "zeroes the Embedding branch (143): wpe alone, wte re-initialised via lm_head",
+    },
+    "padded_char_lm.py": {
+        "detach_hidden": "misses the tuple-unpacked GRU output (42)",
+        "mix_batch_dims": "misses the logits flattened for a criterion module (50)",
+        "unshifted_lm_targets": "misses a shift written as [BOS] + ids / ids + [EOS] (23)",
     },
     "rnn_digits.py": {
         "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
@@ -225,6 +236,7 @@ def test_the_compare_counts_false_missed_and_landing():
 # -- the scripts run -----------------------------------------------------------------------
 # script -> (tiny argv, what the losses must do: "fall" from first to last, or stay "finite")
 RUNS = {
+    "channels_last_cifar.py": (["--epochs", "2"], "fall"),
     "dcgan.py": (["--niter", "2", "--n-images", "128"], "finite"),
     "vae.py": (["--epochs", "2"], "fall"),
     "siamese.py": (["--epochs", "2", "--pairs", "512"], "fall"),
@@ -234,6 +246,7 @@ RUNS = {
     "lbfgs_sine.py": (["--steps", "2", "--waves", "8", "--length", "30", "--future", "5"], "fall"),
     "manual_sgd_regression.py": (["--epochs", "5"], "fall"),
     "nanogpt_trainer.py": (["--max_iters=20", "--eval_interval=10", "--eval_iters=2"], "fall"),
+    "padded_char_lm.py": (["--epochs", "2"], "fall"),
     "mnist_nll.py": (["--epochs", "1"], "fall"),
     "segmentation_callbacks.py": (["--epochs", "2", "--n-images", "128"], "fall"),
 }

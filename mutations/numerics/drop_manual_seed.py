@@ -1,0 +1,76 @@
+"""The ``drop_manual_seed`` operator (DropManualSeed)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Example, Replacement, Swap
+from mutator.semantics import expression_call, resolve
+
+SEEDING = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
+
+
+class DropManualSeed(Swap):
+    """Delete the global ``torch.manual_seed(...)`` call.
+
+    Bug: the random seed is never set (the line lost in a refactor, or seeding left to
+    "later"). Impact: initial weights, dropout masks and shuffling differ on every run, so
+    two runs of the same configuration disagree, a change cannot be told apart from seed
+    noise, and a failure cannot be replayed; a ``--seed`` argument is silently ignored.
+    Nothing changes within one run. Under trainwreck's harness, which seeds every run
+    itself before the script starts, the mutant is equivalent: it shows only when the
+    script is run on its own. Fix: seed once at start-up (``torch.manual_seed``, and
+    ``random``/``numpy`` where used; a seeded ``Generator`` for the loaders). Check: run
+    twice with the same seed: the first logged losses must be identical.
+    """
+
+    name = "drop_manual_seed"
+    category = "numerics"
+    summary = "Remove torch.manual_seed(...): runs are not reproducible, --seed is ignored."
+    expected = "silent"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before="""
+                import torch
+                torch.manual_seed(args.seed)
+                model = Net()
+            """,
+            after="""
+                import torch
+                model = Net()
+            """,
+        ),
+        Example(
+            before="""
+                from torch import manual_seed
+                manual_seed(1337)
+            """,
+            after="""
+                from torch import manual_seed
+            """,
+        ),
+    )
+    non_examples = (
+        # A local generator for one loader: seeds that stream only.
+        """
+            import torch
+            g = torch.Generator().manual_seed(0)
+        """,
+        # Kept for its return value: the generator is used.
+        """
+            import torch
+            gen = torch.manual_seed(0)
+        """,
+        """
+            import numpy as np
+            np.random.seed(0)
+        """,
+    )
+
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        call = expression_call(node)
+        if call is None or not resolve(call.func, ctx, strict=False).matches(SEEDING):
+            return None
+        return cst.RemoveFromParent()

@@ -1,0 +1,153 @@
+"""The ``scheduler_step_before_optimizer_step`` operator (SchedulerStepBeforeOptimizerStep)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from mutator.context import Context
+from mutator.operator import Edits, Example, Operator
+from mutator.semantics import (
+    expression_call,
+    is_optimizer_step,
+    is_scheduler_step,
+    move_before,
+    single_assignment,
+)
+
+
+def _local_function(call: cst.Call, ctx: Context) -> cst.FunctionDef | None:
+    """The script's own function that a plain-name call runs (``train(...)``), else None."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    for function in ctx.nodes(cst.FunctionDef):
+        if function.name.value == call.func.value:  # type: ignore[union-attr]
+            return function  # type: ignore[return-value]
+    return None
+
+
+def _steps_optimizer(statement: cst.CSTNode, ctx: Context, depth: int = 0) -> bool:
+    """Does running ``statement`` step the optimizer: the step itself, a block holding it,
+    or a call of the script's own function that does (``train(model, optimizer, ...)``)?"""
+    if is_optimizer_step(statement, ctx):
+        return True
+    lines = (
+        ctx.nodes_within(statement, cst.SimpleStatementLine)
+        if not isinstance(statement, cst.SimpleStatementLine)
+        else [statement]
+    )
+    for line in lines:
+        if line is not statement and is_optimizer_step(line, ctx):
+            return True
+        if depth >= 2:
+            continue
+        assign = single_assignment(line)
+        call = assign.value if assign is not None else expression_call(line)
+        function = _local_function(call, ctx) if isinstance(call, cst.Call) else None
+        if function is not None and _steps_optimizer(function, ctx, depth + 1):
+            return True
+    return False
+
+
+class SchedulerStepBeforeOptimizerStep(Operator):
+    """Move ``scheduler.step()`` above the optimizer step it followed (or above the batch
+    loop / training call of the epoch).
+
+    Bug: the scheduler is stepped before the optimizer (the pre-1.1 PyTorch order, still in
+    old tutorials). Impact: the first value of the schedule is skipped and every later one
+    comes one step (batch or epoch) early: the warmup's first step or the first epoch at
+    the base learning rate is lost, decays start one epoch early; PyTorch only warns.
+    Small for long schedules, visible in short runs and warmups. Fix: ``optimizer.step()``
+    first, then ``scheduler.step()``. Check: log ``scheduler.get_last_lr()`` on the first
+    step: it must equal the configured base (or warmup start) learning rate.
+    """
+
+    name = "scheduler_step_before_optimizer_step"
+    category = "optim"
+    summary = "scheduler.step() moved before optimizer.step(): the schedule runs one step early."
+    expected = "silent"
+    node_types = (cst.SimpleStatementLine,)
+    examples = (
+        Example(
+            before="""
+                scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup)
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+            """,
+            after="""
+                scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup)
+                loss.backward()
+                scheduler.step()
+                optimizer.step()
+            """,
+        ),
+        Example(
+            before="""
+                scheduler = StepLR(optimizer, step_size=30)
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        optimizer.zero_grad()
+                        criterion(model(x), y).backward()
+                        optimizer.step()
+                    scheduler.step()
+            """,
+            after="""
+                scheduler = StepLR(optimizer, step_size=30)
+                for epoch in range(epochs):
+                    scheduler.step()
+                    for x, y in loader:
+                        optimizer.zero_grad()
+                        criterion(model(x), y).backward()
+                        optimizer.step()
+            """,
+        ),
+        Example(
+            before="""
+                def train(model, loader, optimizer):
+                    for x, y in loader:
+                        optimizer.step()
+
+                scheduler = StepLR(optimizer, step_size=1)
+                for epoch in range(3):
+                    loss = train(model, loader, optimizer)
+                    scheduler.step()
+            """,
+            after="""
+                def train(model, loader, optimizer):
+                    for x, y in loader:
+                        optimizer.step()
+
+                scheduler = StepLR(optimizer, step_size=1)
+                for epoch in range(3):
+                    scheduler.step()
+                    loss = train(model, loader, optimizer)
+            """,
+        ),
+    )
+    non_examples = (
+        # Already first (the bug itself): nothing precedes to move above.
+        """
+            scheduler = StepLR(optimizer, step_size=30)
+            for epoch in range(epochs):
+                scheduler.step()
+                train(model, optimizer)
+        """,
+        # ReduceLROnPlateau needs the validation loss computed after training.
+        """
+            scheduler = ReduceLROnPlateau(optimizer)
+            for epoch in range(epochs):
+                train(model, optimizer)
+                scheduler.step(val_loss)
+        """,
+    )
+
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if not is_scheduler_step(node, ctx):
+            return None
+        call = expression_call(node)
+        if call is None or call.args:
+            return None  # step(metric): the metric only exists after training
+        for previous in reversed(ctx.preceding_statements(node)):
+            if _steps_optimizer(previous, ctx):
+                return move_before(node, previous)
+        return None
