@@ -27,13 +27,13 @@ from typing import Any
 from experiments.harness import reach, reaper, seal, store, workdir
 from experiments.harness import status as rules
 from experiments.harness.child import NONCE_ENV, SPEC_FILE, STDERR_FILE, STDOUT_FILE, run_forked
-from experiments.harness.outcap import OutputCap
 from experiments.harness.gpu import (
     DEFAULT_RUNS_PER_GPU,
     GpuSlots,
     child_environment,
     spreads_over_gpus,
 )
+from experiments.harness.outcap import OutputCap
 from experiments.harness.spec import HARNESS_VERSION, RunSpec, torch_version
 from experiments.harness.warm import fork_is_safe, warm_up
 from experiments.trace import RESULT_FILE, TRACE_FILE, decode_float, read_trace
@@ -68,7 +68,13 @@ class Budget:
     trace_cap_mb: float = 64.0  # the trace is thinned beyond this
 
     def __post_init__(self) -> None:
-        for name in ("factor", "default_timeout_s", "max_timeout_s", "output_cap_mb", "trace_cap_mb"):
+        for name in (
+            "factor",
+            "default_timeout_s",
+            "max_timeout_s",
+            "output_cap_mb",
+            "trace_cap_mb",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and 0 < value < float("inf")):
                 raise ValueError(f"budget {name}={value!r}: must be a positive finite number")
@@ -468,9 +474,7 @@ class Runner:
             timeout_s=round(active.timeout_s, 3),
             start_method=_start_method(active),
             budget=self.budget.of(active.spec),
-            output_dropped={
-                output.path.name: output.finish() for output in active.outputs
-            },
+            output_dropped={output.path.name: output.finish() for output in active.outputs},
             trace_dropped=counters.get("trace_dropped"),
         )
         self._write_result(active.folder, row, active.lock)

@@ -32,17 +32,14 @@ SEAL = "seal"
 STATUSES = ("ok", "nan", "crash", "invalid", "timeout", "oom", "killed", "unreached")
 _NUMBER = (int, float)
 _OPTIONAL_NUMBER = (int, float, type(None))
-# field -> accepted types: what every reader of a row (cache, report, catalog) relies on.
-SHAPE: dict[str, tuple[type, ...]] = {
+# field -> accepted types: what every reader of a row (report, catalog) relies on ...
+READABLE: dict[str, tuple[type, ...]] = {
     "key": (str,),
     "run_id": (str,),
     "loop": (str,),
-    "script": (str,),
     "identity": (str,),
     "operators": (list,),
     "categories": (list,),
-    "params": (list,),
-    "lines": (list,),
     "status": (str,),
     "exc_type": (str, type(None)),
     "exc_message": (str, type(None)),
@@ -51,6 +48,13 @@ SHAPE: dict[str, tuple[type, ...]] = {
     "steps": (int,),
     "backward_calls": (int,),
     "wall_s": _OPTIONAL_NUMBER,
+}
+# ... and what else the runner writes, so the cache may reuse the row.
+SHAPE: dict[str, tuple[type, ...]] = {
+    **READABLE,
+    "script": (str,),
+    "params": (list,),
+    "lines": (list,),
     "timeout_s": _OPTIONAL_NUMBER,
     "mem_cap_mb": _NUMBER,
     "harness_version": (str,),
@@ -58,12 +62,12 @@ SHAPE: dict[str, tuple[type, ...]] = {
 }
 
 
-def check_shape(row: Any, key: str | None = None) -> str | None:
-    """None when ``row`` has the runner's shape (and, given ``key``, is that run's);
-    else what is wrong, in a few words."""
+def check_shape(row: Any, key: str | None = None, full: bool = True) -> str | None:
+    """None when ``row`` has the runner's shape (``full``; else what readers need) and,
+    given ``key``, is that run's; else what is wrong, in a few words."""
     if not isinstance(row, dict):
         return f"a {type(row).__name__}, not an object"
-    for name, types in SHAPE.items():
+    for name, types in (SHAPE if full else READABLE).items():
         if name not in row:
             return f"no {name!r}"
         value = row[name]

@@ -29,14 +29,14 @@ def run_dir(results_dir: str | Path, key: str) -> Path:
 
 
 def read_result(folder: Path) -> dict[str, Any] | None:
-    """The folder's ``result.json`` if it is a row of the runner's shape (whoever wrote
-    it: the runner checks its seal before it reuses one)."""
+    """The folder's ``result.json`` if it is a readable row (whoever wrote it: the
+    runner checks its full shape and seal before it reuses one)."""
     try:
         with open(folder / RESULT_FILE, encoding="utf-8") as handle:
             row = json.load(handle)
     except (OSError, ValueError):  # missing, unreadable, not JSON, not UTF-8
         return None
-    return row if check_shape(row, folder.name) is None else None
+    return row if check_shape(row, full=False) is None else None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -54,7 +54,11 @@ def reset_folder(folder: Path) -> None:
 def try_lock(folder: Path) -> int | None:
     """Take the run's lock without waiting: the open descriptor, or None if held elsewhere."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(str(folder) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    path = str(folder) + ".lock"
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o664)
+    except PermissionError:  # another user's lock file in a shared folder: flock reads too
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
