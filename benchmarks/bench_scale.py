@@ -22,15 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-HEADER = '''import argparse
+HEADER = """import argparse
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-'''
-BLOCK = '''
+"""
+BLOCK = """
 
 class Net{i}(nn.Module):
     def __init__(self):
@@ -70,8 +70,8 @@ def evaluate{i}(model):
         for x, y in loader{i}(batch_size=64):
             correct += (model(x).argmax(dim=1) == y).sum().item()
     return correct / 256
-'''
-FOOTER = '''
+"""
+FOOTER = """
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
@@ -82,7 +82,7 @@ if __name__ == "__main__":
     model = Net0()
     train0(model, args.epochs)
     print(evaluate0(model))
-'''
+"""
 
 
 def generate(lines: int) -> str:
