@@ -317,12 +317,13 @@ def sweep_user_errors(folder: Path) -> Outcome:
 def quiz_user_errors(folder: Path) -> Outcome:
     from experiments.catalog_job import report_main
     from experiments.quiz.cli import quiz_main
-    from experiments.quiz.key import ANSWER_FILE
+    from experiments.quiz.key import ANSWER_FILE, KEY_VERSION
 
     (folder / "a_file").write_text("x")
     quiz = folder / "quiz"
     quiz.mkdir()
-    (quiz / ANSWER_FILE).write_text("{not json")
+    key = {"version": KEY_VERSION, "loop": "x", "practice": {}, "bugs": [{"rank": 1, "lines": [3]}]}
+    (quiz / ANSWER_FILE).write_text(json.dumps(key))  # a sound key: the answers are wrong
     (folder / "answers.txt").write_bytes(b"12 \xff\xfe\n")
     catalog = folder / "results" / "catalog"
     catalog.mkdir(parents=True)
@@ -336,10 +337,13 @@ def quiz_user_errors(folder: Path) -> Outcome:
         ),
         _one_line_exit_2(*_in_process(report_main_guarded(report_main), [str(folder / "results")])),
     ]
-    (quiz / ANSWER_FILE).write_text(json.dumps({"version": 1, "bugs": [{"rank": 1}]}))
-    outcomes.append(_one_line_exit_2(*_in_process(quiz_main, ["grade", str(quiz), "--lines", "3"])))
+    for damaged in ("{not json", json.dumps({**key, "bugs": [{"rank": 1}]})):
+        (quiz / ANSWER_FILE).write_text(damaged)
+        outcomes.append(
+            _one_line_exit_2(*_in_process(quiz_main, ["grade", str(quiz), "--lines", "3"]))
+        )
     failed = [observed for observed, held in outcomes if not held]
-    return (failed[0] if failed else f"5/5 one line, e.g. {outcomes[1][0]}"), not failed
+    return (failed[0] if failed else f"6/6 one line, e.g. {outcomes[1][0]}"), not failed
 
 
 def report_main_guarded(report_main: Callable[[list[str]], int]) -> Callable[[list[str]], int]:
