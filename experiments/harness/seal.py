@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments.trace import STATUSES
+
 KEY_FILE = ".harness-key"
 KEY_BYTES = 32
 SEAL = "seal"
-STATUSES = ("ok", "nan", "crash", "invalid", "timeout", "oom", "killed", "unreached")
 _NUMBER = (int, float)
 _OPTIONAL_NUMBER = (int, float, type(None))
 # field -> accepted types: what every reader of a row (report, catalog) relies on ...
