@@ -480,8 +480,9 @@ class Runner:
         self._write_result(active.folder, row, active.lock)
 
     def _write_result(self, folder: Path, row: dict[str, Any], lock: int) -> None:
+        row = self._sealer.seal(row)  # kept in the row: who rewrites it keeps the seal
         try:
-            store.write_json_atomic(folder / RESULT_FILE, self._sealer.seal(row))
+            store.write_json_atomic(folder / RESULT_FILE, row)
         finally:
             store.unlock(lock)
         self._finish_row(row["key"], row, folder, was_cached=False)

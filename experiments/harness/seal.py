@@ -29,6 +29,8 @@ from typing import Any
 from experiments.trace import STATUSES
 
 KEY_FILE = ".harness-key"
+# Set on a row after the runner wrote it (experiments.reference_gate): left out of the seal.
+ANNOTATIONS = ("seed_insensitive",)
 KEY_BYTES = 32
 SEAL = "seal"
 _NUMBER = (int, float)
@@ -93,7 +95,8 @@ class Sealer:
         del key
 
     def _digest(self, row: dict[str, Any]) -> str:
-        body = {name: value for name, value in row.items() if name != SEAL}
+        left_out = (SEAL, "run_dir", "cached", *ANNOTATIONS)
+        body = {name: value for name, value in row.items() if name not in left_out}
         payload = json.dumps(body, sort_keys=True, default=str).encode("utf-8")
         return hmac.new(self._page[:KEY_BYTES], payload, hashlib.sha256).hexdigest()
 
