@@ -58,7 +58,7 @@ class Guard:
             return
         if event == "open":
             path, mode, flags = (*args, None, None, None)[:3]
-            if isinstance(path, str | bytes) and os.fsdecode(path).endswith(KEY_FILE):
+            if isinstance(path, str | bytes | os.PathLike) and os.fsdecode(path).endswith(KEY_FILE):
                 raise PermissionError("trainwreck: a run may not read the results' key")
             if not _writes(mode, flags):
                 return
