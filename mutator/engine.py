@@ -256,11 +256,10 @@ class SourceFile:
     def _render(
         self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]
     ) -> tuple[str, str]:
-        """The mutated source, and the part of it that must compile: the module-level
-        statements that changed (compiling the whole mutant, once per mutant of a long
-        script, made planning quadratic). Re-renders only the statements that contain an
-        edit and splices them into the original text; falls back to the whole module when
-        an edit reaches module level."""
+        """The mutated source (edited statements re-rendered and spliced into the original
+        text, or the whole module when an edit reaches module level), and the module-level
+        statements that changed: those must compile (the whole mutant, per mutant, made
+        planning quadratic)."""
         units = self._splice_units(edits)
         if units is None:
             whole = render_module(self.module, edits, path)
@@ -290,11 +289,8 @@ class SourceFile:
 
     def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode:
         """The module-level statement that holds ``node``."""
-        top = node
-        for ancestor in self.context.ancestors(node):
-            if isinstance(ancestor, cst.BaseStatement):
-                top = ancestor
-        return top
+        outer = [a for a in self.context.ancestors(node) if isinstance(a, cst.BaseStatement)]
+        return outer[-1] if outer else node
 
     def _splice_units(self, edits: dict[int, tuple[cst.CSTNode, Replacement]]) -> list | None:
         """The outermost statements to re-render, or None for a whole-module render."""

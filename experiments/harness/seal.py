@@ -87,18 +87,24 @@ class Sealer:
     """Holds a results folder's key out of forked runs' reach; seals and verifies rows."""
 
     def __init__(self, results_dir: str | Path) -> None:
-        key = load_key(results_dir)
-        self._page = mmap.mmap(-1, mmap.PAGESIZE)
-        if hasattr(mmap, "MADV_DONTFORK"):
-            self._page.madvise(mmap.MADV_DONTFORK)  # a forked run sees no such page
-        self._page[:KEY_BYTES] = key
-        del key
+        self.results_dir = results_dir
+        self._page: mmap.mmap | None = None  # loaded on first use: a runner made but never
+        # run writes nothing
+
+    def _key(self) -> bytes:
+        if self._page is None:
+            page = mmap.mmap(-1, mmap.PAGESIZE)
+            if hasattr(mmap, "MADV_DONTFORK"):
+                page.madvise(mmap.MADV_DONTFORK)  # a forked run sees no such page
+            page[:KEY_BYTES] = load_key(self.results_dir)
+            self._page = page
+        return self._page[:KEY_BYTES]
 
     def _digest(self, row: dict[str, Any]) -> str:
         left_out = (SEAL, "run_dir", "cached", *ANNOTATIONS)
         body = {name: value for name, value in row.items() if name not in left_out}
         payload = json.dumps(body, sort_keys=True, default=str).encode("utf-8")
-        return hmac.new(self._page[:KEY_BYTES], payload, hashlib.sha256).hexdigest()
+        return hmac.new(self._key(), payload, hashlib.sha256).hexdigest()
 
     def seal(self, row: dict[str, Any]) -> dict[str, Any]:
         return {**row, SEAL: self._digest(row)}
