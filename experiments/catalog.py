@@ -34,6 +34,7 @@ import pandas as pd
 from experiments import signature as signature_module
 from experiments import trace as trace_module
 from experiments.files import write_bytes_atomic
+from experiments.harness.seal import check_shape
 from experiments.report.interactions import INTERACTION_FILES, interactions_markdown
 from experiments.report.operators import OperatorInfo, operator_info
 from experiments.report.tables import CatalogTables
@@ -132,8 +133,8 @@ def load_runs(
             result = orjson.loads(result_path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue  # a result being written right now; the next rebuild sees it
-        if not isinstance(result, dict):
-            continue
+        if check_shape(result, full=False) is not None:
+            continue  # not a row (a script or a person wrote it): readers would trip on it
         runs.append(
             _load_run(result_path.parent, result, _classes_for(result, n_classes), use_cache)
         )

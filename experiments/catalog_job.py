@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from experiments.cli_support import Parser, UserError
 from experiments.loops import loop_names
@@ -92,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workers", type=int, help="runs at once (default: all cores)")
     parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="rerun cached timeouts, OOMs and killed runs (else only after a budget change)",
+    )
+    parser.add_argument(
         "overrides",
         nargs="*",
         help="Hydra overrides applied to every loop, e.g. results_dir=DIR device=cuda budget.epochs=5",
@@ -138,6 +144,7 @@ def catalog_main(argv: Sequence[str]) -> int:
                 budget=budget,
                 gpus=gpus,
                 runs_per_gpu=runs_per_gpu,
+                retry_failed=args.retry_failed,
             )
         finally:
             bar.close()
@@ -170,8 +177,7 @@ def report_main(argv: Sequence[str]) -> int:
     keys, n_classes = None, None
     sweep_file = results / "catalog" / SWEEP_FILE
     if sweep_file.exists() and not args.all_runs:
-        recorded = json.loads(sweep_file.read_text())
-        keys, n_classes = recorded["keys"], recorded.get("n_classes")
+        keys, n_classes = _read_sweep(sweep_file)
     summary = rebuild_report(
         results,
         n_classes=n_classes,
@@ -184,12 +190,27 @@ def report_main(argv: Sequence[str]) -> int:
     return 0
 
 
+def _read_sweep(path: Path) -> tuple[list[str], Any]:
+    """The runs a catalog was built from; a damaged record is one line, not a traceback."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        keys = recorded["keys"]
+        if not (isinstance(keys, list) and all(isinstance(key, str) for key in keys)):
+            raise TypeError("keys is not a list of run keys")
+        return keys, recorded.get("n_classes")
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise CatalogError(
+            f"{path} is damaged ({type(error).__name__}: {error}); delete it, or pass "
+            "--all-runs to rebuild from every stored run"
+        ) from None
+
+
 def _plan(loops, seeds, noop_seeds, args, epochs):
     """RunSpecs for every loop (mutants on ``seeds``, unmutated on both seed sets)."""
     from experiments import sweep as sweeps
+    from experiments.budgets import runner_budget
     from experiments.harness.gpu import spreads_over_gpus, visible_gpus
-    from experiments.harness.runner import Budget
-    from experiments.run import _workers, check_device, compose, to_sweep
+    from experiments.run import _workers, check_device, compose, one_line, to_sweep
 
     specs, n_classes = [], {}
     cfg = None
@@ -198,8 +219,11 @@ def _plan(loops, seeds, noop_seeds, args, epochs):
             profile_epochs = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
             cfg = compose([f"loop={loop}", *profile_epochs, *args.overrides])
         except Exception as error:  # Hydra's compose errors name the valid choices
-            raise CatalogError(_one_line(str(error))) from None
-        base = to_sweep(cfg)
+            raise CatalogError(one_line(str(error))) from None
+        try:
+            base = to_sweep(cfg)
+        except sweeps.SweepError as error:
+            raise CatalogError(str(error)) from None
         n_classes[base.loops[0].label] = cfg.loop.n_classes
         try:
             mutants = sweeps.Sweep(
@@ -217,32 +241,16 @@ def _plan(loops, seeds, noop_seeds, args, epochs):
             raise CatalogError(str(error).splitlines()[0]) from None
     assert cfg is not None
     try:
+        sweeps.check_results_dir(cfg.results_dir)
         check_device(cfg.device.name)
     except sweeps.SweepError as error:
         raise CatalogError(str(error)) from None
     gpus = visible_gpus() if spreads_over_gpus(cfg.device.name) else None
-    budget = Budget(
-        factor=cfg.budget.timeout_factor,
-        slack_s=cfg.budget.timeout_slack_s,
-        default_timeout_s=cfg.budget.default_timeout_s,
-        max_timeout_s=cfg.budget.max_timeout_s,
-    )
+    budget = runner_budget(cfg.budget)
     workers = args.workers or _workers(cfg, gpus)
     n_classes = {name: value for name, value in n_classes.items() if value}
     runs_per_gpu = int(cfg.budget.runs_per_gpu)
     return specs, Path(cfg.results_dir), n_classes, workers, budget, gpus, runs_per_gpu
-
-
-def _one_line(message: str) -> str:
-    """Hydra's multi-line compose error as one line that keeps the valid choices."""
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    if "Config search path:" in lines:
-        lines = lines[: lines.index("Config search path:")]
-    head = lines[0]
-    starts = [i for i, line in enumerate(lines) if line.startswith("Available options")]
-    if starts:
-        return f"{head}; valid: {', '.join(lines[starts[0] + 1 :])}"
-    return " ".join(lines)
 
 
 def _write(results_dir: Path, rows: list[dict], n_classes: dict, started: float) -> int:

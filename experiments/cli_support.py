@@ -37,6 +37,11 @@ def guarded(prog: str, command: Callable[[_Argv], int], argv: _Argv) -> int:
     except UserError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except PermissionError as error:
+        from experiments.files import permission_message
+
+        print(f"{prog}: error: {permission_message(error)}", file=sys.stderr)
+        return USAGE_ERROR
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return INTERRUPTED

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+FILE_MODE = 0o644
+
 
 def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False) -> None:
     """Replace ``path`` by ``data`` in one rename; ``fsync`` when it must survive a crash."""
@@ -21,6 +23,9 @@ def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
+            # mkstemp makes 0600 files: results are read by the group (shared folders)
+            # and others, whatever the umask.
+            os.fchmod(stream.fileno(), FILE_MODE)
             stream.write(data)
             if fsync:
                 stream.flush()
@@ -33,6 +38,16 @@ def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False) -> None:
 
 def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
     write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+
+
+def permission_message(error: PermissionError) -> str:
+    """One line for a folder this user may not write (e.g. a results folder another
+    user's job made): which path, and what would fix it."""
+    path = error.filename or "a file"
+    return (
+        f"permission denied: {path}; write to a folder you own, or ask its owner to share "
+        "it with your group (chmod -R g+rwX and umask 002 for the jobs that write it)"
+    )
 
 
 def check_new_folder(out: Path) -> None:

@@ -31,6 +31,8 @@ from hydra.utils import to_absolute_path
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from experiments import sweep as sweeps
+from experiments.budgets import BudgetError
+from experiments.budgets import check as check_budget
 from experiments.loops import loop_paths
 from mutations.registry import operator_classes
 
@@ -97,6 +99,8 @@ class BudgetConfig:
     telemetry: bool = True  # False: run without hooks (no curves), e.g. to time scripts
     workers: int | None = None  # runs at once; default: cores (1 under joblib)
     runs_per_gpu: int = 8  # device=cuda: runs at once on each visible GPU
+    output_cap_mb: float = 16.0  # per run and stream (stdout, stderr): head + tail kept
+    trace_cap_mb: float = 64.0  # per run: the trace is thinned beyond this size
 
 
 @dataclass
@@ -116,6 +120,7 @@ class Config:
     shard: ShardConfig = field(default_factory=ShardConfig)
     results_dir: str = "results/"
     quiet: bool = False
+    retry_failed: bool = False  # rerun cached timeouts, OOMs and killed runs
 
 
 def register_configs() -> None:
@@ -142,6 +147,10 @@ register_configs()
 
 def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
     loop_cfg, budget = cfg.loop, cfg.budget
+    try:
+        check_budget(budget)
+    except BudgetError as error:
+        raise sweeps.SweepError(str(error)) from None
     epochs = budget.epochs if budget.epochs is not None else loop_cfg.epochs
     loop = sweeps.Loop(
         script=loop_cfg.script,
@@ -242,9 +251,9 @@ def check_device(device: str) -> None:
 def run_job(cfg: DictConfig) -> dict[str, Any]:
     """One job: build the runs, run or load them, summarise. Raises only for a wrong
     configuration (``SweepError``), never for a run."""
+    from experiments.budgets import runner_budget
     from experiments.harness import run_sweep
     from experiments.harness.gpu import rotated, spreads_over_gpus, visible_gpus
-    from experiments.harness.runner import Budget
     from experiments.outcomes import status_line, validation_notes
     from experiments.reference_gate import gated_sweep
 
@@ -259,12 +268,8 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     # Relative to where the sweep was launched, not where a launcher runs the job (a
     # SLURM node, a Ray worker): every job of a sweep shares one cache.
     results_dir = to_absolute_path(str(cfg.results_dir))
-    budget = Budget(
-        factor=cfg.budget.timeout_factor,
-        slack_s=cfg.budget.timeout_slack_s,
-        default_timeout_s=cfg.budget.default_timeout_s,
-        max_timeout_s=cfg.budget.max_timeout_s,
-    )
+    sweeps.check_results_dir(results_dir)
+    budget = runner_budget(cfg.budget)
     quiet = cfg.quiet
 
     def progress(done: int, total: int, cached: int, failed: int) -> None:
@@ -285,6 +290,7 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
             budget=budget,
             gpus=gpus,
             runs_per_gpu=cfg.budget.runs_per_gpu,
+            retry_failed=bool(cfg.retry_failed),
         )
 
     def say(note: str) -> None:
@@ -323,6 +329,11 @@ def app(cfg: DictConfig) -> dict[str, Any]:
         # A configuration mistake: one clear message, not a traceback.
         print(f"[trainwreck] configuration error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+    except PermissionError as error:  # a shared results folder this user may not write
+        from experiments.files import permission_message
+
+        print(f"[trainwreck] {permission_message(error)}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -330,7 +341,59 @@ def main(argv: Sequence[str] | None = None) -> None:
     ``argv`` are Hydra overrides (and flags such as ``-m``)."""
     if argv is not None:
         sys.argv = [sys.argv[0] if sys.argv else "experiments.run", *argv]
-    app()
+    error = precheck(sys.argv[1:])
+    if error is not None:  # Hydra would print several lines and exit 1
+        print(f"[trainwreck] configuration error: {error}", file=sys.stderr)
+        raise SystemExit(2)
+    try:
+        app()
+    except KeyboardInterrupt:  # the runner already ended every run; no traceback
+        print("[trainwreck] interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def precheck(args: Sequence[str]) -> str | None:
+    """Compose the config the overrides in ``args`` ask for (a multirun's first job) and
+    check its budget: what is wrong, in one line, or None. Flags other than ``-m`` (Hydra's
+    ``--help``, ``--cfg``...) are left to Hydra."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if any(arg.startswith("-") and arg not in ("-m", "--multirun") for arg in args):
+        return None
+    overrides = [arg for arg in args if not arg.startswith("-")]
+    try:
+        first = []
+        for override in OverridesParser.create().parse_overrides(overrides):
+            text = override.input_line
+            if override.is_sweep_override():
+                value = next(iter(override.sweep_string_iterator()), "")
+                text = f"{override.get_key_element()}={value}"
+            first.append(text)
+        if any(override.startswith("hydra") for override in first):
+            return None  # launcher and sweeper settings: Hydra checks those itself
+        cfg = compose(first)
+        to_sweep(cfg)
+        sweeps.check_results_dir(cfg.results_dir)
+    except sweeps.SweepError as error:
+        return str(error).splitlines()[0]
+    except Exception as error:  # Hydra's override and compose errors
+        cause = str(error.__cause__ or "").strip().splitlines()
+        return one_line(str(error)) + (f": {cause[0]}" if cause else "")
+    return None
+
+
+def one_line(message: str) -> str:
+    """Hydra's multi-line error as one line that keeps the valid choices."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return "invalid configuration"
+    if "Config search path:" in lines:
+        lines = lines[: lines.index("Config search path:")]
+    head = lines[0]
+    starts = [i for i, line in enumerate(lines) if line.startswith("Available options")]
+    if starts:
+        return f"{head}; valid: {', '.join(lines[starts[0] + 1 :])}"
+    return " ".join(lines)
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:

@@ -204,7 +204,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
             raise SweepError(f"loop.cwd: {folder} is not a folder")
         path = find_script(loop.script, folder)
         check_holdout(loop.holdout)
-        source = path.read_text(encoding="utf-8")
+        source = read_source(path)
         try:
             files = mutated_files(path, folder, loop.mutate)
         except FileNotFoundError as error:
@@ -215,7 +215,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
             variants.append((None, source, None, path))
         if operators:
             for file in files:
-                text = source if file == path else file.read_text(encoding="utf-8")
+                text = source if file == path else read_source(file)
                 for mutant, mutated, reason in _mutants(
                     file, _target_name(file, path), text, operators, sweep.sites
                 ):
@@ -247,6 +247,30 @@ def build(sweep: Sweep) -> list[RunSpec]:
     return _shard(specs, *sweep.shard)
 
 
+def read_source(path: Path) -> str:
+    """A script's text; one that is not UTF-8 is the caller's mistake, said in one line."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise SweepError(
+            f"{path} is not UTF-8 text (byte {error.start}: {error.object[error.start : error.start + 1]!r}); "
+            "save it as UTF-8"
+        ) from None
+
+
+def check_results_dir(path: str | Path) -> None:
+    """``results_dir`` must be a folder, or not exist yet under a folder."""
+    path = Path(path)
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise SweepError(
+                    f"results_dir={path}: {part} is a file; expected a folder (new, or one "
+                    "trainwreck wrote)"
+                )
+            return
+
+
 def _target_name(file: Path, script: Path) -> str:
     """The file's name in mutant identities: the script's file name (as it always was), a
     module's path relative to the script's folder (``model.py``, ``pkg/layers.py``)."""
@@ -265,7 +289,7 @@ def _context(script: Path, folder: Path, files: list[Path]) -> tuple[str, ...]:
     if script.parent == PROJECT_ROOT / "reference_loops" and files == [script]:
         return ()
     digests = [
-        f"{_target_name(file, script)}:{source_sha(file.read_text(encoding='utf-8'))}"
+        f"{_target_name(file, script)}:{source_sha(read_source(file))}"
         for file in dict.fromkeys([script, *files])
     ]
     return (f"cwd:{folder}", *digests)

@@ -213,10 +213,10 @@ class SourceFile:
             for second in sites[index + 1 :]:
                 if first.overlaps(second):
                     raise MutationError(f"sites overlap: {first.identity} and {second.identity}")
-        source = self._render(*self._edits_and_path(sites))
+        source, changed = self._render(*self._edits_and_path(sites))
         identity = PART_SEPARATOR.join(site.identity for site in sites)
         try:
-            compile(source, self.target, "exec")
+            compile(changed, self.target, "exec")
         except SyntaxError as error:
             raise MutationError(
                 f"engine bug: mutant {identity} does not compile ({error.msg}, line {error.lineno})"
@@ -253,25 +253,44 @@ class SourceFile:
         return render_module(self.module, *self._edits_and_path(sites))
 
     # -- rendering ------------------------------------------------------------------
-    def _render(self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]) -> str:
-        """The mutated source. Re-renders only the statements that contain an edit and
-        splices them into the original text; falls back to the whole module when an edit
-        reaches module level."""
+    def _render(
+        self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]
+    ) -> tuple[str, str]:
+        """The mutated source (edited statements re-rendered and spliced into the original
+        text, or the whole module when an edit reaches module level), and the module-level
+        statements that changed: those must compile (the whole mutant, per mutant, made
+        planning quadratic)."""
         units = self._splice_units(edits)
         if units is None:
-            return render_module(self.module, edits, path)
+            whole = render_module(self.module, edits, path)
+            return whole, whole
         offsets = self._offsets()
-        pieces, cursor = [], 0
+        pieces, cursor, shifts = [], 0, []
         for unit in sorted(units, key=lambda node: offsets[id(node)][0]):
             start, end = offsets[id(unit)]
             transformed = unit.visit(_Apply(edits, path))
             if not isinstance(transformed, cst.CSTNode):
-                return render_module(self.module, edits, path)
+                whole = render_module(self.module, edits, path)
+                return whole, whole
             pieces.append(self.source[cursor:start])
             pieces.append(self._codegen_nested(unit, transformed))
+            shifts.append((end, len(pieces[-1]) - (end - start)))
             cursor = end
         pieces.append(self.source[cursor:])
-        return "".join(pieces)
+        source = "".join(pieces)
+
+        def moved(offset: int) -> int:  # an original offset outside every unit, in the mutant
+            return offset + sum(delta for end, delta in shifts if end <= offset)
+
+        tops = {id(top): top for top in (self._top_statement(unit) for unit in units)}
+        spans = sorted(offsets[key] for key in tops)
+        changed = "\n".join(source[moved(start) : moved(end)] for start, end in spans)
+        return source, changed
+
+    def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The module-level statement that holds ``node``."""
+        outer = [a for a in self.context.ancestors(node) if isinstance(a, cst.BaseStatement)]
+        return outer[-1] if outer else node
 
     def _splice_units(self, edits: dict[int, tuple[cst.CSTNode, Replacement]]) -> list | None:
         """The outermost statements to re-render, or None for a whole-module render."""

@@ -10,6 +10,7 @@ An operator never walks the tree, numbers sites or touches files: the engine doe
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import textwrap
 from abc import ABC, abstractmethod
@@ -53,11 +54,45 @@ def code_block(text: str) -> str:
 
 @dataclass(frozen=True)
 class Param:
-    """A declared operator parameter with its default and, optionally, catalog variants."""
+    """A declared operator parameter with its default and, optionally, its choices or
+    its valid range in interval notation: ``"(0, inf)"``, ``"[0, 1)"``, ``"[1, inf)"``
+    (numbers are always finite: ``inf`` only says there is no upper bound)."""
 
     default: Any
     help: str = ""
     choices: tuple[Any, ...] | None = None
+    valid: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.valid is not None:
+            _interval(self.valid)  # a malformed range fails when the operator is defined
+
+    def problem(self, value: Any) -> str | None:
+        """None if ``value`` is valid for this parameter, else why not (a few words)."""
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        if not math.isfinite(value):
+            return f"must be a finite number{f' in {self.valid}' if self.valid else ''}"
+        if self.valid is None:
+            return None
+        low_open, low, high, high_open = _interval(self.valid)
+        if (
+            value < low
+            or (low_open and value == low)
+            or value > high
+            or (high_open and value == high)
+        ):
+            return f"is outside its valid range {self.valid}"
+        return None
+
+
+def _interval(text: str) -> tuple[bool, float, float, bool]:
+    """``"(0, 1]"`` -> (low excluded, 0.0, 1.0, high excluded)."""
+    text = text.strip()
+    if len(text) < 5 or text[0] not in "([" or text[-1] not in ")]" or "," not in text:
+        raise ValueError(f"valid range {text!r}: expected interval notation like '(0, 1]'")
+    low, high = (float(part) for part in text[1:-1].split(","))
+    return text[0] == "(", low, high, text[-1] == ")"
 
 
 @dataclass(frozen=True)
@@ -113,6 +148,10 @@ class Operator(ABC):
                         f"operator {self.name!r}: {key} must be {type(spec.default).__name__}, got {value!r}"
                     )
                 value = float(value)
+            problem = spec.problem(value)
+            if problem is not None:
+                example = f"; e.g. {key}={spec.default}" if spec.default is not None else ""
+                raise ValueError(f"operator {self.name!r}: {key}={value!r} {problem}{example}")
             values[key] = value
         self.params: dict[str, Any] = values
 
@@ -136,6 +175,10 @@ class Operator(ABC):
             problems.append("node_types is empty")
         if not cls.summary:
             problems.append("summary is empty")
+        for key, spec in cls.parameters.items():
+            for value in (spec.default, *(variant.get(key) for variant in cls.variants)):
+                if value is not None and spec.problem(value) is not None:
+                    problems.append(f"{key}={value!r} {spec.problem(value)}")
         if problems:
             raise TypeError(f"operator {cls.__name__}: " + "; ".join(problems))
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from experiments import telemetry as telemetry_api
+from experiments.harness import reaper, tracecap
 from experiments.harness import status as rules
 from experiments.trace import TRACE_FILE
 
@@ -36,6 +37,7 @@ STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
 PR_SET_PDEATHSIG = 1
 SETUP_FAILED = 70  # exit code when the harness itself failed before the script ran
+NONCE_ENV = "TRAINWRECK_RUN_NONCE"  # how a fresh interpreter gets its end record's nonce
 
 
 def run_forked(config: dict[str, Any], source: str, close_fds: tuple[int, ...] = ()) -> NoReturn:
@@ -48,6 +50,7 @@ def run_forked(config: dict[str, Any], source: str, close_fds: tuple[int, ...] =
         for descriptor in close_fds:  # the parent's run locks must die with the parent
             os.close(descriptor)
         os.setsid()
+        reaper.become_subreaper()  # its descendants stay below it, even after setsid
         code = _run(config, source)
     except BaseException:
         try:
@@ -118,6 +121,8 @@ def _seed_everything(seed: int, device: str) -> None:
 
 def _run(config: dict[str, Any], source: str) -> int:
     started = time.perf_counter()
+    # Only the end record written below carries it (the script cannot reach it by name).
+    nonce = config.pop("nonce", None)
     run_dir = Path(config["run_dir"])
     _die_with_parent(int(config["parent_pid"]))
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
@@ -142,6 +147,7 @@ def _run(config: dict[str, Any], source: str) -> int:
 
     project = prepare(config)  # write guard, reach probes, a mutated module's import hook
 
+    tracecap.configure(config.get("trace_cap_bytes"))
     writer = TraceWriter(run_dir / TRACE_FILE, t0=started)
     writer.write_now(
         "start",
@@ -187,6 +193,8 @@ def _run(config: dict[str, Any], source: str) -> int:
             peak_cuda_mb=telemetry.peak_cuda_mb,
             wall_s=round(time.perf_counter() - started, 4),
             reach=project.reach_counts(),
+            trace_dropped=tracecap.dropped(),
+            nonce=nonce,
             **counters,
         )
         writer.close()
@@ -267,6 +275,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     code = SETUP_FAILED
     try:
         config = json.loads((run_dir / SPEC_FILE).read_text(encoding="utf-8"))
+        config["nonce"] = os.environ.pop(NONCE_ENV, None)
+        reaper.become_subreaper()
         source = Path(config["source_path"]).read_text(encoding="utf-8")
         code = _run(config, source)
     except BaseException:

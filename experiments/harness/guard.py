@@ -21,6 +21,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from experiments.harness.seal import KEY_FILE
+
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # event -> (positions of the paths it writes, position of its dir_fd argument or None,
 # whether it follows a final symlink). Events that act on a link itself (remove, rename)
@@ -56,6 +58,8 @@ class Guard:
             return
         if event == "open":
             path, mode, flags = (*args, None, None, None)[:3]
+            if isinstance(path, str | bytes | os.PathLike) and os.fsdecode(path).endswith(KEY_FILE):
+                raise PermissionError("trainwreck: a run may not read the results' key")
             if not _writes(mode, flags):
                 return
             truncate = (isinstance(mode, str) and "w" in mode) or bool(

@@ -28,11 +28,22 @@ Region = dict[str, int]
 def regions(original: str, mutated: str) -> list[Region]:
     """The places where ``mutated`` differs from ``original`` (see the module docstring)."""
     old, new = original.splitlines(), mutated.splitlines()
+    # A mutant changes a few lines: difflib (quadratic at worst, and once per mutant of a
+    # long script) sees only the part between the common head and tail.
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
     found: list[Region] = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        a=old[head : len(old) - tail], b=new[head : len(new) - tail], autojunk=False
+    )
     for tag, i1, _i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
+        i1, j1, j2 = i1 + head, j1 + head, j2 + head
         if j2 > j1:
             found.append({"start": j1 + 1, "end": j2})
         else:

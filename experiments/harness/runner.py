@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -23,15 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.harness import reach, store, workdir
+from experiments.harness import reach, reaper, seal, store, workdir
 from experiments.harness import status as rules
-from experiments.harness.child import SPEC_FILE, run_forked
+from experiments.harness.child import NONCE_ENV, SPEC_FILE, STDERR_FILE, STDOUT_FILE, run_forked
 from experiments.harness.gpu import (
     DEFAULT_RUNS_PER_GPU,
     GpuSlots,
     child_environment,
     spreads_over_gpus,
 )
+from experiments.harness.outcap import OutputCap
 from experiments.harness.spec import HARNESS_VERSION, RunSpec, torch_version
 from experiments.harness.warm import fork_is_safe, warm_up
 from experiments.trace import RESULT_FILE, TRACE_FILE, decode_float, read_trace
@@ -47,6 +49,9 @@ TRACEBACK_START = "Traceback (most recent call last):"
 # its own with one of these, its status becomes ``unreached`` (a timeout or a kill may have
 # come before the mutated lines would have run, so those keep theirs).
 UNREACHED_FROM = ("ok", "nan", "crash", "invalid")
+# Statuses that say more about the machine or the budget than about the mutant: rerun
+# when the budget changed or when asked (``retry_failed``), reused otherwise.
+TRANSIENT = ("timeout", "oom", "killed")
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,35 @@ class Budget:
     slack_s: float = 10.0
     default_timeout_s: float = 600.0
     max_timeout_s: float = 3600.0
+    output_cap_mb: float = 16.0  # per stream (stdout, stderr): half head, half tail kept
+    trace_cap_mb: float = 64.0  # the trace is thinned beyond this
+
+    def __post_init__(self) -> None:
+        for name in (
+            "factor",
+            "default_timeout_s",
+            "max_timeout_s",
+            "output_cap_mb",
+            "trace_cap_mb",
+        ):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and 0 < value < float("inf")):
+                raise ValueError(f"budget {name}={value!r}: must be a positive finite number")
+        if not (isinstance(self.slack_s, int | float) and 0 <= self.slack_s < float("inf")):
+            raise ValueError(f"budget slack_s={self.slack_s!r}: must be a finite number >= 0")
+
+    def of(self, spec: RunSpec) -> dict[str, Any]:
+        """What decided a run's deadline, memory cap and output caps (kept in its row)."""
+        return {
+            "factor": self.factor,
+            "slack_s": self.slack_s,
+            "default_timeout_s": self.default_timeout_s,
+            "max_timeout_s": self.max_timeout_s,
+            "timeout_s": spec.timeout_s,
+            "mem_cap_mb": spec.mem_cap_mb,
+            "output_cap_mb": self.output_cap_mb,
+            "trace_cap_mb": self.trace_cap_mb,
+        }
 
     def deadline_from(self, reference_wall_s: float) -> float:
         return min(self.max_timeout_s, self.factor * reference_wall_s + self.slack_s)
@@ -79,6 +113,8 @@ class _Active:
     gpu: str | None = None  # its place in the GPU slots, given back when it ends
     last_poll: float = field(default=0.0)
     workdir: str | None = None  # the run's private mirror of the invocation folder
+    nonce: str = ""  # the child's end record carries it: one appended by the script does not
+    outputs: tuple[OutputCap, ...] = ()
 
 
 class Runner:
@@ -91,6 +127,7 @@ class Runner:
         progress: Progress | None = None,
         gpus: Sequence[str] | None = None,
         runs_per_gpu: int = DEFAULT_RUNS_PER_GPU,
+        retry_failed: bool = False,
     ) -> None:
         if start_method not in ("auto", "fork", "spawn"):
             raise ValueError(f"start_method must be auto, fork or spawn, not {start_method!r}")
@@ -104,6 +141,8 @@ class Runner:
         self.budget = budget or Budget()
         self.start_method = start_method
         self.progress = progress
+        self.retry_failed = retry_failed  # rerun cached timeouts, OOMs and kills
+        self._sealer = seal.Sealer(self.results_dir)
         self._active: dict[int, _Active] = {}
         self._rows: dict[str, dict[str, Any]] = {}
         self._total = self._done = self._cached = self._failed = 0
@@ -117,15 +156,17 @@ class Runner:
         self._done = self._cached = self._failed = 0
         workdir.remove_stale()
         references, others = _split_references(list(unique.values()))
-        try:
-            self._run_all(list(references.values()), {})
-            deadlines = {
-                group: self._deadline_after(self._rows.get(spec.key))
-                for group, spec in references.items()
-            }
-            self._run_all(others, deadlines)
-        finally:
-            self._kill_all()
+        # Orphans of ended runs come up to this process, which ends them (``reaper``).
+        with reaper.subreaper():
+            try:
+                self._run_all(list(references.values()), {})
+                deadlines = {
+                    group: self._deadline_after(self._rows.get(spec.key))
+                    for group, spec in references.items()
+                }
+                self._run_all(others, deadlines)
+            finally:
+                self._kill_all()
         return [self._rows[key] for key in unique if key in self._rows]
 
     # -- scheduling ---------------------------------------------------------------------
@@ -159,14 +200,14 @@ class Runner:
     def _start_or_finish_cached(self, spec: RunSpec, deadlines: dict[Any, float]) -> bool:
         key = spec.key
         folder = store.run_dir(self.results_dir, key)
-        cached = store.read_result(folder)
+        cached = self._reusable(spec, folder)
         if cached is not None:
             self._finish_row(key, cached, folder, was_cached=True)
             return True
         lock = store.try_lock(folder)
         if lock is None:
             return False
-        cached = store.read_result(folder)  # finished by the lock's last holder
+        cached = self._reusable(spec, folder)  # finished by the lock's last holder
         if cached is not None:
             store.unlock(lock)
             self._finish_row(key, cached, folder, was_cached=True)
@@ -175,16 +216,28 @@ class Runner:
         timeout_s = self._timeout_for(spec, deadlines)
         if spec.invalid_reason is not None:
             row = _result_row(spec, key, "invalid", "MutationError", spec.invalid_reason, {})
-            row.update(timeout_s=timeout_s, wall_s=0.0, exit_code=None)
+            row.update(timeout_s=timeout_s, wall_s=0.0, exit_code=None, budget=self.budget.of(spec))
             self._write_result(folder, row, lock)
             return True
         try:
             self._launch(spec, key, folder, lock, timeout_s)
         except OSError as error:  # fork/exec failed: the run is data, the sweep goes on
             row = _result_row(spec, key, "crash", type(error).__name__, str(error), {})
-            row.update(timeout_s=timeout_s, wall_s=0.0, exit_code=None)
+            row.update(timeout_s=timeout_s, wall_s=0.0, exit_code=None, budget=self.budget.of(spec))
             self._write_result(folder, row, lock)
         return True
+
+    def _reusable(self, spec: RunSpec, folder: Path) -> dict[str, Any] | None:
+        """The cached row, if the harness wrote it for this run (shape and seal) and it
+        is not a transient failure to retry; None: run it (again)."""
+        row = store.read_result(folder)
+        if row is None or not self._sealer.trusted(row, spec.key):
+            return None
+        if row["status"] in TRANSIENT and (
+            self.retry_failed or row["budget"] != self.budget.of(spec)
+        ):
+            return None
+        return row
 
     def _launch(self, spec: RunSpec, key: str, folder: Path, lock: int, timeout_s: float) -> None:
         method = self.start_method
@@ -202,6 +255,7 @@ class Runner:
             else:
                 source_path = mutant_path
         run_workdir = str(workdir.create(invocation, exclude=[self.results_dir]))
+        nonce = secrets.token_hex(16)
         config = {
             "run_dir": str(folder),
             # Seen from inside the mirror: ``__file__``-relative paths stay private too.
@@ -224,9 +278,12 @@ class Runner:
             "parent_pid": os.getpid(),
             "start_method": method,
             "key": key,
+            "trace_cap_bytes": int(self.budget.trace_cap_mb * 2**20),
         }
+        # The nonce never lies in the run folder: the forked child gets it in memory, a
+        # fresh interpreter in its environment (which it clears before the script runs).
         (folder / SPEC_FILE).write_text(json.dumps(config, indent=1), encoding="utf-8")
-        rss_cap_mb = _rss_mb(os.getpid()) + spec.mem_cap_mb
+        rss_cap_mb = reaper.rss_mb(os.getpid()) + spec.mem_cap_mb
         process = None
         gpu = None
         if self._gpu_slots is not None and spreads_over_gpus(spec.device):
@@ -241,10 +298,10 @@ class Runner:
                 pid = os.fork()
                 if pid == 0:
                     os.environ.update(child_environment(gpu))  # before CUDA starts there
-                    run_forked(config, main_source, close_fds=held)
+                    run_forked({**config, "nonce": nonce}, main_source, close_fds=held)
             else:
                 started = time.monotonic()
-                process = _spawn(folder, child_environment(gpu))
+                process = _spawn(folder, {**child_environment(gpu), NONCE_ENV: nonce})
                 pid = process.pid
                 rss_cap_mb = spec.mem_cap_mb + 1024.0  # a fresh interpreter's torch: ~0.5-1 GB
         except OSError:
@@ -263,6 +320,11 @@ class Runner:
             process,
             gpu=gpu,
             workdir=run_workdir,
+            nonce=nonce,
+            outputs=tuple(
+                OutputCap(folder / name, int(self.budget.output_cap_mb * 2**20))
+                for name in (STDOUT_FILE, STDERR_FILE)
+            ),
         )
 
     def _release_gpu(self, gpu: str | None) -> None:
@@ -299,12 +361,15 @@ class Runner:
                 self._kill(active, "timeout")
             elif now - active.last_poll >= MEMORY_POLL_S:
                 active.last_poll = now
-                if _rss_mb(active.pid) > active.rss_cap_mb:
+                for output in active.outputs:
+                    output.check()
+                if reaper.tree_memory_mb(active.pid) > active.rss_cap_mb:
                     self._kill(active, "oom")
 
     def _kill(self, active: _Active, reason: str | None) -> None:
         if active.killed_for is None:
             active.killed_for = reason
+        reaper.kill_tree(active.pid)  # its descendants, wherever their session
         try:
             os.killpg(active.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -322,6 +387,7 @@ class Runner:
             self._release_gpu(active.gpu)
             workdir.remove(active.workdir)
         self._active.clear()
+        reaper.end_adopted(set())
 
     def _reap(self) -> None:
         for pid in list(self._active):
@@ -338,6 +404,7 @@ class Runner:
             self._release_gpu(active.gpu)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)  # grandchildren (data loader workers...)
+            reaper.kill_tree(pid)
             wait_status, peak_rss_mb = 0, None
             try:
                 _, wait_status, usage = os.wait4(pid, 0)
@@ -346,6 +413,8 @@ class Runner:
                 pass
             if active.process is not None:
                 active.process.returncode = os.waitstatus_to_exitcode(wait_status)
+            # Descendants that left its session came up to this process when it died.
+            reaper.end_adopted(set(self._active))
             workdir.remove(active.workdir)  # the process group is dead: nothing writes there
             self._complete(active, wait_status, peak_rss_mb, time.monotonic() - active.started)
 
@@ -355,6 +424,8 @@ class Runner:
     ) -> None:
         trace_path = active.folder / TRACE_FILE
         end = _last_end_record(trace_path)
+        if end is not None and end.get("nonce") != active.nonce:
+            end = None  # an end record the child did not write (the script appended it)
         if end is not None and active.killed_for is None:
             counters = end
             status, exc_type, message = end["status"], end.get("exc_type"), end.get("exc_message")
@@ -402,10 +473,14 @@ class Runner:
             nonfinite_at=nonfinite,
             timeout_s=round(active.timeout_s, 3),
             start_method=_start_method(active),
+            budget=self.budget.of(active.spec),
+            output_dropped={output.path.name: output.finish() for output in active.outputs},
+            trace_dropped=counters.get("trace_dropped"),
         )
         self._write_result(active.folder, row, active.lock)
 
     def _write_result(self, folder: Path, row: dict[str, Any], lock: int) -> None:
+        row = self._sealer.seal(row)  # kept in the row: who rewrites it keeps the seal
         try:
             store.write_json_atomic(folder / RESULT_FILE, row)
         finally:
@@ -442,11 +517,15 @@ def run_sweep(
     start_method: str = "auto",
     gpus: Sequence[str] | None = None,
     runs_per_gpu: int = DEFAULT_RUNS_PER_GPU,
+    retry_failed: bool = False,
 ) -> list[dict[str, Any]]:
     """Run (or load from the cache) every spec; one result row per distinct run, in the
     order given. ``progress(done, total, cached, failed)`` is called after each run.
-    With ``gpus``, ``device=cuda`` runs go ``runs_per_gpu`` at a time to each of them."""
-    runner = Runner(results_dir, workers, budget, start_method, progress, gpus, runs_per_gpu)
+    With ``gpus``, ``device=cuda`` runs go ``runs_per_gpu`` at a time to each of them.
+    ``retry_failed`` reruns cached ``timeout``/``oom``/``killed`` rows."""
+    runner = Runner(
+        results_dir, workers, budget, start_method, progress, gpus, runs_per_gpu, retry_failed
+    )
     return runner.run(specs)
 
 
@@ -467,7 +546,7 @@ def _spawn(folder: Path, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, **extra_env}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    with open(folder / "stdout.txt", "ab") as out, open(folder / "stderr.txt", "ab") as err:
+    with open(folder / STDOUT_FILE, "ab") as out, open(folder / STDERR_FILE, "ab") as err:
         return subprocess.Popen(
             [sys.executable, "-m", "experiments.harness.child", str(folder)],
             stdin=subprocess.DEVNULL,
@@ -500,14 +579,6 @@ def _last_stderr_line(folder: Path) -> str | None:
 
 def _start_method(active: _Active) -> str:
     return "spawn" if active.process is not None else "fork"
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-        return 0.0
 
 
 def _last_end_record(trace_path: Path) -> dict[str, Any] | None:
@@ -606,6 +677,9 @@ def _result_row(
         "exit_code": None,
         "timeout_s": None,
         "mem_cap_mb": spec.mem_cap_mb,
+        "budget": {},  # what produced a timeout or an OOM (``Budget.of``)
+        "output_dropped": {},  # stream file -> bytes dropped from its middle
+        "trace_dropped": None,  # trace records thinned away (None: unknown)
         "telemetry": spec.telemetry,
         "start_method": None,
         "torch_version": torch_version(),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.files import write_text_atomic
+from experiments.harness.seal import check_shape
 from experiments.trace import RESULT_FILE
 
 RUNS = "runs"
@@ -28,11 +29,14 @@ def run_dir(results_dir: str | Path, key: str) -> Path:
 
 
 def read_result(folder: Path) -> dict[str, Any] | None:
+    """The folder's ``result.json`` if it is a readable row (whoever wrote it: the
+    runner checks its full shape and seal before it reuses one)."""
     try:
         with open(folder / RESULT_FILE, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (FileNotFoundError, json.JSONDecodeError):
+            row = json.load(handle)
+    except (OSError, ValueError):  # missing, unreadable, not JSON, not UTF-8
         return None
+    return row if check_shape(row, full=False) is None else None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -50,7 +54,11 @@ def reset_folder(folder: Path) -> None:
 def try_lock(folder: Path) -> int | None:
     """Take the run's lock without waiting: the open descriptor, or None if held elsewhere."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(str(folder) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    path = str(folder) + ".lock"
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o664)
+    except PermissionError:  # another user's lock file in a shared folder: flock reads too
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -66,7 +74,7 @@ def unlock(descriptor: int) -> None:
 
 def load_results(results_dir: str | Path) -> list[dict[str, Any]]:
     """Every finished run under ``results_dir``: one dict per ``result.json``, sorted by
-    run id. Stale folders (no result) are skipped."""
+    run id. Stale folders (no result, or one not of the runner's shape) are skipped."""
     rows = []
     for path in sorted((Path(results_dir) / RUNS).glob(f"*/*/{RESULT_FILE}")):
         row = read_result(path.parent)

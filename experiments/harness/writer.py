@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from experiments.harness import tracecap
+
 LOSS_KINDS = ("backward", "loss_fn")
 
 
@@ -57,7 +59,7 @@ class TraceWriter:
         flush_every: int = 256,
         flush_interval_s: float = 0.2,
     ) -> None:
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (lives as long as the run)
+        self._file = tracecap.open_trace(path)  # thinned beyond the run's trace cap
         self.t0 = time.perf_counter() if t0 is None else t0
         self._pending: deque[tuple[str, float, dict[str, Any]]] = deque()
         self._flush_every = flush_every

@@ -122,6 +122,11 @@ def _grade(argv: list[str]) -> int:
             answers = parse_answers_file(args.answers.read_text(encoding="utf-8"))
         except OSError as error:
             raise QuizError(f"{args.answers}: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise QuizError(
+                f"{args.answers}: not UTF-8 text (byte {error.start}); save it as UTF-8, "
+                "one 'LINE [bug name]' per line"
+            ) from None
     print(grade_markdown(grade(key, answers)), end="")
     return 0
 

@@ -42,6 +42,11 @@ class QuizRequest:
 
 
 def check_out_dir(out: Path) -> None:
+    for parent in Path(out).absolute().parents:  # the nearest existing one must be a folder
+        if parent.exists():
+            if not parent.is_dir():
+                raise QuizError(f"{out}: {parent} is a file; choose an --out inside a folder")
+            break
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise QuizError(f"{out}: exists and is not an empty folder; choose another --out")
 

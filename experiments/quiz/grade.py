@@ -20,7 +20,9 @@ from typing import Any
 from experiments.quiz.draw import QuizError
 
 TOLERANCE = 1
-_ANSWER_LINE = re.compile(r"^\s*(\d+)\s*[:,.)-]?\s*(.*?)\s*$")
+_ANSWER_LINE = re.compile(
+    r"^\s*([0-9]+)\s*[:,.)-]?\s*(.*?)\s*$"
+)  # ASCII digits: int() of '²' fails
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ def parse_lines(text: str) -> list[Answer]:
     """``12,31,40`` (the ``--lines`` option)."""
     answers = []
     for item in filter(None, (part.strip() for part in text.split(","))):
-        if not item.isdigit():
+        if not (item.isascii() and item.isdigit()):  # '²'.isdigit() is True
             raise QuizError(f"--lines takes line numbers like 12,31,40; got {item!r}")
         answers.append(Answer(int(item)))
     if not answers:

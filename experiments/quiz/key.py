@@ -109,10 +109,37 @@ def read_key(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / ANSWER_FILE
     if not path.is_file():
         raise QuizError(f"{folder}: no quiz here (expected {path})")
-    key = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        key = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8, not JSON
+        raise QuizError(f"{path}: damaged answer key ({error}); make the quiz again") from None
+    problem = _key_problem(key)
+    if problem is not None:
+        raise QuizError(f"{path}: damaged answer key ({problem}); make the quiz again")
     if key.get("version") != KEY_VERSION:
         raise QuizError(f"{path}: answer key version {key.get('version')}, expected {KEY_VERSION}")
     return key
+
+
+def _key_problem(key: Any) -> str | None:
+    """What grading and ``answer`` need of a key, checked before they use it."""
+    if not isinstance(key, dict):
+        return "not an object"
+    missing = [name for name in ("version", "bugs", "practice", "loop") if name not in key]
+    if missing:
+        return f"no {missing[0]!r}"
+    bugs = key["bugs"]
+    if not isinstance(bugs, list) or not bugs:
+        return "'bugs' is not a list of bugs"
+    for bug in bugs:
+        if not (
+            isinstance(bug, dict)
+            and isinstance(bug.get("rank"), int)
+            and isinstance(bug.get("lines"), list)
+            and all(isinstance(line, int) for line in bug["lines"])
+        ):
+            return "a bug without its rank and lines"
+    return None
 
 
 def key_markdown(key: Mapping[str, Any]) -> str:

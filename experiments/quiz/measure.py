@@ -134,7 +134,7 @@ def available_loops() -> list[str]:
 
 def quiz_loop(name: str, epochs: int | None = None) -> QuizLoop:
     """The loop's config (script, epochs, classes) and deadlines from ``budget/default``."""
-    from experiments.harness.runner import Budget
+    from experiments.budgets import runner_budget
     from experiments.run import compose, to_sweep
 
     if name not in available_loops():
@@ -146,12 +146,7 @@ def quiz_loop(name: str, epochs: int | None = None) -> QuizLoop:
         script = find_script(loop.script)
     except SweepError as error:
         raise QuizError(str(error)) from None
-    budget = Budget(
-        factor=cfg.budget.timeout_factor,
-        slack_s=cfg.budget.timeout_slack_s,
-        default_timeout_s=cfg.budget.default_timeout_s,
-        max_timeout_s=cfg.budget.max_timeout_s,
-    )
+    budget = runner_budget(cfg.budget)
     return QuizLoop(name, loop, script, cfg.loop.n_classes, budget)
 
 

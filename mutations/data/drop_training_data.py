@@ -30,7 +30,7 @@ class DropTrainingData(Operator):
     summary = "Keep only a fraction of the training split (fraction = share dropped)."
     expected = "degrades"
     node_types = (cst.Subscript,)
-    parameters = {"fraction": Param(0.9, "share of the training samples dropped")}
+    parameters = {"fraction": Param(0.9, "share of the training samples dropped", valid="(0, 1)")}
     variants = ({"fraction": 0.5},)
     examples = (
         Example(

@@ -61,7 +61,9 @@ class LabelNoise(Swap):
     summary = "Replace a fraction p of the training labels by random classes."
     expected = "degrades"
     node_types = (cst.Call,)
-    parameters = {"p": Param(0.3, "fraction of training labels replaced by a random class")}
+    parameters = {
+        "p": Param(0.3, "fraction of training labels replaced by a random class", valid="(0, 1]")
+    }
     variants = ({"p": 0.8},)
     examples = (
         Example(

@@ -31,7 +31,9 @@ class OptimizerPartialParams(Swap):
     summary = "Give the optimizer only the last layer's parameters: the rest never trains."
     expected = "degrades"
     node_types = (cst.Call,)
-    parameters = {"keep": Param(2, "trailing parameter tensors the optimizer still gets")}
+    parameters = {
+        "keep": Param(2, "trailing parameter tensors the optimizer still gets", valid="[1, inf)")
+    }
     examples = (
         Example(
             before="optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n",

@@ -33,7 +33,7 @@ class IgnoreIndexWrong(Swap):
     summary = "ignore_index set to a real class: that class never contributes to the loss."
     expected = "degrades"
     node_types = (cst.Call,)
-    parameters = {"index": Param(0, "class index wrongly ignored")}
+    parameters = {"index": Param(0, "class index wrongly ignored", valid="[0, inf)")}
     examples = (
         Example(
             before="""

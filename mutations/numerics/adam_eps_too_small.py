@@ -36,7 +36,7 @@ class AdamEpsTooSmall(Swap):
     summary = "Adam/AdamW eps set to 1e-16: no guard against tiny second moments."
     expected = "silent"
     node_types = (cst.Call,)
-    parameters = {"eps": Param(1e-16, "epsilon of the Adam denominator")}
+    parameters = {"eps": Param(1e-16, "epsilon of the Adam denominator", valid="[0, 1)")}
     examples = (
         Example(
             before="""

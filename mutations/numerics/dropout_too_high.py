@@ -42,7 +42,7 @@ class DropoutTooHigh(Swap):
     summary = "Dropout probability set to 0.9: most activations dropped in training."
     expected = "degrades"
     node_types = (cst.Call,)
-    parameters = {"p": Param(0.9, "dropout probability")}
+    parameters = {"p": Param(0.9, "dropout probability", valid="[0, 1]")}
     examples = (
         Example(
             before="""

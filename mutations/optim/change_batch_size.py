@@ -37,7 +37,7 @@ class ChangeBatchSize(Swap):
     summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
     expected = "degrades"
     node_types = (cst.Call,)
-    parameters = {"factor": Param(8.0, "multiplier applied to batch_size")}
+    parameters = {"factor": Param(8.0, "multiplier applied to batch_size", valid="(0, inf)")}
     variants = ({"factor": 0.125},)
     examples = (
         Example(

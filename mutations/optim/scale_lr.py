@@ -34,7 +34,9 @@ class ScaleLr(Swap):
     summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
     expected = "breaks_training"
     node_types = (cst.Call,)
-    parameters = {"factor": Param(100.0, "multiplier applied to the learning rate")}
+    parameters = {
+        "factor": Param(100.0, "multiplier applied to the learning rate", valid="(0, inf)")
+    }
     variants = ({"factor": 0.01},)
     examples = (
         Example(

@@ -37,7 +37,7 @@ class WeightDecayTooHigh(Swap):
     summary = "Multiply weight_decay by a factor (x100): weights shrink, the model underfits."
     expected = "degrades"
     node_types = (cst.Call,)
-    parameters = {"factor": Param(100.0, "multiplier applied to weight_decay")}
+    parameters = {"factor": Param(100.0, "multiplier applied to weight_decay", valid="(0, inf)")}
     examples = (
         Example(
             before="""

@@ -124,10 +124,12 @@ class Script:
         return self._kinds.get(id(call))
 
     def calls_of(self, kind: str, within: Node | None = None) -> list[cst.Call]:
-        found = [call for call in self.calls if self._kinds[id(call)] == kind]
         if within is None:
-            return found
-        return [call for call in found if self.ctx.within(within, call)]
+            return [call for call in self.calls if self._kinds[id(call)] == kind]
+        # The calls inside ``within`` by position (bisect), not every call's ancestors:
+        # asking that of each loop and function made linting quadratic in script size.
+        inside = self.ctx.nodes_within(within, cst.Call)
+        return [call for call in inside if self._kinds[id(call)] == kind]
 
     def direct_calls(self, kind: str, unit: Scope) -> list[cst.Call]:
         """Calls of ``kind`` in ``unit`` itself, not in functions nested inside it."""
@@ -180,9 +182,7 @@ class Script:
     def effects(self, root: Node, seen: frozenset[int] = frozenset()) -> set[str]:
         """Kinds of calls ``root`` runs, following calls into local functions."""
         kinds: set[str] = set()
-        for call in self.calls:
-            if not self.ctx.within(root, call):
-                continue
+        for call in self.ctx.nodes_within(root, cst.Call):  # by position, see calls_of
             kind = self._kinds[id(call)]
             if kind is not None:
                 kinds.add(kind)
