@@ -49,7 +49,9 @@ class ClipNormScaled(Swap):
     summary = "Scale the gradient-clipping threshold by a factor (x0.01 by default, or x100)."
     expected = "degrades"
     node_types = (cst.Call,)
-    parameters = {"factor": Param(0.01, "multiplier applied to max_norm / clip_value")}
+    parameters = {
+        "factor": Param(0.01, "multiplier applied to max_norm / clip_value", valid="(0, inf)")
+    }
     variants = ({"factor": 100.0},)
     examples = (
         Example(
