@@ -176,6 +176,10 @@ class Operator(ABC):
         if not cls.summary:
             problems.append("summary is empty")
         for key, spec in cls.parameters.items():
+            numeric = isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool)
+            if numeric and spec.choices is None and spec.valid is None:
+                # A strength with no stated range lets factor=0 or p=7 through to a mutant.
+                problems.append(f"numeric parameter {key!r} declares no valid range")
             for value in (spec.default, *(variant.get(key) for variant in cls.variants)):
                 if value is not None and spec.problem(value) is not None:
                     problems.append(f"{key}={value!r} {spec.problem(value)}")

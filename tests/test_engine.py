@@ -46,7 +46,7 @@ class ScaleConstant(Swap):
     summary = "test operator"
     expected = "degrades"
     node_types = (cst.Arg,)
-    parameters = {"factor": Param(10.0, "multiplier")}
+    parameters = {"factor": Param(10.0, "multiplier", valid="(0, inf)")}
 
     def swap(self, node, ctx: Context):
         if node.keyword is None or node.keyword.value != "lr":

@@ -90,3 +90,23 @@ def test_a_subclass_outside_the_package_is_not_registered():
         node_types = (object,)  # type: ignore[assignment]
 
     assert "zz_throwaway" not in operator_classes()
+
+
+def test_a_numeric_parameter_must_declare_its_range():
+    import libcst as cst
+    import pytest
+
+    from mutator.operator import Operator, Param
+
+    with pytest.raises(TypeError, match="declares no valid range"):
+
+        class Unbounded(Operator):
+            name = "unbounded_for_test"
+            category = "optim"
+            summary = "a strength with no range"
+            expected = "degrades"
+            node_types = (cst.Float,)
+            parameters = {"factor": Param(2.0, "multiplier")}
+
+            def plan(self, node, ctx):
+                return None
