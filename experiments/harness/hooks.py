@@ -153,7 +153,7 @@ class Telemetry:
         @wraps(original)
         def grad(*args: Any, **kwargs: Any) -> Any:
             if forwards._pending or forwards._late:
-                forwards.claim(None, exact_walk=False)
+                forwards.claim(args[0] if args else kwargs.get("outputs"), exact_walk=False)
             forwards.in_backward += 1
             try:
                 return original(*args, **kwargs)

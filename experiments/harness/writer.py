@@ -160,25 +160,58 @@ class TraceWriter:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
+        if self._file.closed:  # the periodic flush, woken just as close() ran
+            return
         queued = self._pending
         pending = [queued.popleft() for _ in range(len(queued))]
         if pending:
             if self.has_tensors:
                 self.has_tensors = False
                 pending = _resolve_tensors(pending)
-            t0 = self.t0
-            lines = []
-            for kind, when, values in pending:
-                t = round(when - t0, 6)
-                if kind.__class__ is Layout:
-                    if kind.loss_at is not None and self.first_nonfinite is None:
-                        index = -1 if kind.index_at is None else values[kind.index_at]
-                        self._check_loss(kind.kind, index, values[kind.loss_at])
-                    lines.append(kind.template % (float.__repr__(t), *map(_encode, values)))
-                else:
-                    lines.append(self._generic_line(kind, t, values))
+            lines = self._batch_lines(pending)
+            if lines is None:
+                lines = [self._line(kind, when, values) for kind, when, values in pending]
             self._file.write("\n".join(lines) + "\n")
         self._file.flush()
+
+    def _batch_lines(self, pending: list[tuple[Layout | str, float, Any]]) -> list[str] | None:
+        """Every line at once: the values of all layout records go through one C-encoded
+        ``json.dumps`` and are cut apart into their templates. None when that cannot be
+        exact (a non-finite float, which then also needs the first-non-finite check, a
+        value with ", " in its JSON, an object json cannot encode): write line by line."""
+        t0 = self.t0
+        rows = [
+            (round(when - t0, 6), *values)
+            for kind, when, values in pending
+            if kind.__class__ is Layout
+        ]
+        try:
+            payload = json.dumps(rows, allow_nan=False)
+        except (TypeError, ValueError):
+            return None
+        chunks = payload[2:-2].split("], [") if rows else []
+        if len(chunks) != len(rows):
+            return None
+        lines = []
+        next_chunk = iter(chunks).__next__
+        for kind, when, values in pending:
+            if kind.__class__ is Layout:
+                parts = next_chunk().split(", ")
+                if len(parts) != kind.width + 1:
+                    return None
+                lines.append(kind.template % tuple(parts))
+            else:
+                lines.append(self._generic_line(kind, round(when - t0, 6), values))
+        return lines
+
+    def _line(self, kind: Layout | str, when: float, values: Any) -> str:
+        t = round(when - self.t0, 6)
+        if kind.__class__ is not Layout:
+            return self._generic_line(kind, t, values)
+        if kind.loss_at is not None and self.first_nonfinite is None:
+            index = -1 if kind.index_at is None else values[kind.index_at]
+            self._check_loss(kind.kind, index, values[kind.loss_at])
+        return kind.template % (float.__repr__(t), *map(_encode, values))
 
     def _generic_line(self, kind: str, t: float, fields: dict[str, Any]) -> str:
         record = {"kind": kind, "t": t, **fields}
