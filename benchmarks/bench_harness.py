@@ -27,7 +27,8 @@
    feature that differs from a saved file (exit 1 if any): run it before and after a
    change to the hooks or the writer to show the signature sees the same runs.
 
-``--only telemetry,harness,sweep,mirror,probes,features`` runs some sections.
+``--only telemetry,harness,sweep,mirror,probes,features`` runs some sections (``features`` is
+not in the default set). ``benchmarks/bench_hooks.py`` times each hook on its own.
 Prints a markdown report (for docs/benchmarks.md).
 
     python benchmarks/bench_harness.py --gpu
