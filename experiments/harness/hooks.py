@@ -123,9 +123,7 @@ class Telemetry:
 
     # -- losses ---------------------------------------------------------------------
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        telemetry = self
-
-        forwards = self.forwards
+        telemetry, forwards = self, self.forwards
 
         @wraps(original)
         def backward(*args: Any, **kwargs: Any) -> Any:
@@ -135,19 +133,21 @@ class Telemetry:
                 forwards.claim(tensors, exact_walk=inputs is None)
             if telemetry._backward_depth:  # nested in a backward: counted by the outer one
                 return original(*args, **kwargs)
-            telemetry._backward_depth = forwards.in_backward = 1
+            telemetry._backward_depth = 1
+            forwards.in_backward += 1
             try:
                 result = original(*args, **kwargs)
             finally:
-                telemetry._backward_depth = forwards.in_backward = 0
+                telemetry._backward_depth = 0
+                forwards.in_backward -= 1
             telemetry._record_backward(tensors)
             return result
 
         return backward
 
     def _wrap_grad(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """``torch.autograd.grad`` reaches only the paths to its inputs: waiting forwards
-        get prehooks (forwards.py) rather than a graph walk."""
+        """``torch.autograd.grad`` runs only the paths to its inputs: the waiting forwards
+        its walk reaches get the prehook instead of being counted (forwards.py)."""
         forwards = self.forwards
 
         @wraps(original)
