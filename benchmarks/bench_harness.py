@@ -2,7 +2,7 @@
 
     python benchmarks/bench_harness.py [--repeats 5] [--loops mlp_digits,cnn_digits,...]
 
-1. Telemetry: ``mlp_digits`` run in this (warm) process with and without the hooks,
+1. Telemetry: each reference loop run in this (warm) process with and without the hooks,
    alternating, CPU time (``process_time``, so other processes on the machine count
    less), median over repeats. Overhead = extra time per optimizer step / step time.
 2. Harness overhead per run, per reference loop: the script's own time (run in this warm
@@ -21,7 +21,14 @@
    of its statements (the worst case: a real mutant probes one to a few) against the
    same source compiled plainly; CPU time per optimizer step.
 
-``--only telemetry,harness,sweep,mirror,probes`` runs some sections.
+6. Telemetry features (not a timing): every mode and gradient mutant (first site) of a few
+   loops, 3 epochs, through the harness; their signature features other than times and
+   memory. ``--features-out FILE`` saves them, ``--features-compare FILE`` reports every
+   feature that differs from a saved file (exit 1 if any): run it before and after a
+   change to the hooks or the writer to show the signature sees the same runs.
+
+``--only telemetry,harness,sweep,mirror,probes,features`` runs some sections (``features`` is
+not in the default set). ``benchmarks/bench_hooks.py`` times each hook on its own.
 Prints a markdown report (for docs/benchmarks.md).
 
     python benchmarks/bench_harness.py --gpu
@@ -36,6 +43,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import math
 import os
 import platform
 import resource
@@ -50,7 +59,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.harness import RunSpec, load_results, run_sweep  # noqa: E402
+from experiments.harness import RunSpec, load_results, run_dir, run_sweep  # noqa: E402
 from experiments.harness.warm import warm_up  # noqa: E402
 from experiments.loops import loop_names  # noqa: E402
 from mutations.registry import operator_classes  # noqa: E402
@@ -91,49 +100,47 @@ def run_in_process(loop: str, argv: list[str], clock=time.perf_counter) -> float
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def telemetry_overhead(repeats: int) -> list[str]:
+def telemetry_overhead(loops: list[str], repeats: int) -> list[str]:
+    """Per loop: CPU per optimizer step without and with the hooks, alternating runs."""
     from experiments.harness.hooks import SAMPLE_EVERY, Telemetry
     from experiments.harness.writer import TraceWriter
 
-    argv = ["--epochs", "20", "--seed", "0"]
+    argv = ["--seed", "0"]
 
-    def hooked(sample_every: int) -> tuple[float, int]:
+    def hooked(loop: str) -> tuple[float, int]:
         with tempfile.TemporaryDirectory() as folder:
             writer = TraceWriter(Path(folder) / "trace.jsonl")
-            telemetry = Telemetry(writer, sample_every=sample_every)
+            telemetry = Telemetry(writer, sample_every=SAMPLE_EVERY)
             telemetry.install()
             try:
-                seconds = run_in_process("mlp_digits", argv, time.process_time)
+                seconds = run_in_process(loop, argv, time.process_time)
             finally:
                 telemetry.finish()
                 telemetry.remove()
                 writer.close()
         return seconds, telemetry.steps
 
-    run_in_process("mlp_digits", argv)  # warm caches
-    base, every_k, every_1 = [], [], []
-    steps = 0
-    for _ in range(repeats):
-        base.append(run_in_process("mlp_digits", argv, time.process_time))
-        seconds, steps = hooked(SAMPLE_EVERY)
-        every_k.append(seconds)
-        every_1.append(hooked(1)[0])
-    b = statistics.median(base)
     lines = [
-        "| telemetry on mlp_digits (20 epochs) | CPU s per run | per step | overhead |",
-        "| --- | --- | --- | --- |",
-        f"| no hooks | {b:.3f} | {b / steps * 1e3:.2f} ms | - |",
+        f"| loop | steps | CPU per step, no hooks | with hooks (sample every {SAMPLE_EVERY}) "
+        "| telemetry per step | overhead |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    for label, values in (
-        (f"hooks, sample every {SAMPLE_EVERY}", every_k),
-        ("hooks, sample every step", every_1),
-    ):
-        v = statistics.median(values)
+    for loop in loops:
+        run_in_process(loop, argv)  # warm caches
+        base, with_hooks, steps = [], [], 1
+        for _ in range(repeats):
+            base.append(run_in_process(loop, argv, time.process_time))
+            seconds, steps = hooked(loop)
+            with_hooks.append(seconds)
+        b, h = statistics.median(base), statistics.median(with_hooks)
         lines.append(
-            f"| {label} | {v:.3f} | {v / steps * 1e3:.2f} ms | "
-            f"{(v - b) / steps * 1e6:.0f} us/step = {v / b - 1:+.1%} |"
+            f"| {loop} | {steps} | {b / steps * 1e6:.0f} us | {h / steps * 1e6:.0f} us | "
+            f"{(h - b) / steps * 1e6:+.1f} us | {h / b - 1:+.1%} |"
         )
-    lines.append(f"\n{steps} optimizer steps per run; medians of {repeats} alternating repeats.")
+    lines.append(
+        f"\nCPU time (process_time) of the whole script in this warm process, medians of "
+        f"{repeats} alternating runs, divided by its optimizer steps."
+    )
     return lines
 
 
@@ -334,6 +341,61 @@ def unchanged_sweep(loop: str, operators: str) -> list[str]:
     ]
 
 
+# Features that measure time or memory: they differ from run to run by nature.
+TIMING_FEATURES = {
+    "time_per_step",
+    "train_time_s",
+    "wall_s",
+    "peak_rss_mb",
+    "mem_growth_mb_per_step",
+}
+FEATURE_LOOPS = ("mlp_digits", "regression_diabetes", "lstm_lm")
+
+
+def telemetry_features(loops: list[str]) -> dict[str, dict[str, object]]:
+    """{run_id: features} of every mode and gradient mutant of ``loops``, 3 epochs."""
+    from experiments import sweep as sweeps
+    from experiments.signature import signature
+    from experiments.trace import read_trace
+
+    operators = [
+        name for name, cls in operator_classes().items() if cls.category in ("mode", "gradient")
+    ]
+    sweep = sweeps.Sweep(
+        loops=[sweeps.Loop(str(script_of(loop)), epochs=3) for loop in loops],
+        operators=operators,
+        sites="first",
+    )
+    features = {}
+    with tempfile.TemporaryDirectory() as results:
+        run_sweep(sweeps.build(sweep), results, workers=1)
+        for row in load_results(results):
+            records = list(read_trace(run_dir(results, row["key"])))
+            values = signature(records, row, n_classes=None)
+            features[row["run_id"]] = {
+                key: value for key, value in values.items() if key not in TIMING_FEATURES
+            }
+    return features
+
+
+def compare_features(before: dict, after: dict) -> list[str]:
+    """Lines naming every run or feature that differs (floats within 1e-9 relative)."""
+
+    def same(a: object, b: object) -> bool:
+        if isinstance(a, float) and isinstance(b, float):
+            return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9)
+        return a == b
+
+    lines = [f"run only before: {run}" for run in sorted(set(before) - set(after))]
+    lines += [f"run only after: {run}" for run in sorted(set(after) - set(before))]
+    for run in sorted(set(before) & set(after)):
+        for key in sorted(set(before[run]) | set(after[run])):
+            a, b = before[run].get(key), after[run].get(key)
+            if not same(a, b):
+                lines.append(f"{run}: {key} {a!r} -> {b!r}")
+    return lines
+
+
 DEVICE_MISMATCH = ("same device", "Expected all tensors", "device type", "cuda")
 
 
@@ -384,6 +446,8 @@ def main() -> None:
     parser.add_argument("--sweep-operators", default="all")
     parser.add_argument("--gpu", action="store_true", help="the CUDA check instead")
     parser.add_argument("--only", default="telemetry,harness,sweep,mirror,probes")
+    parser.add_argument("--features-out", help="save the features section's features here")
+    parser.add_argument("--features-compare", help="compare them with this saved file")
     args = parser.parse_args()
     sections = set(args.only.split(","))
     if args.gpu:
@@ -405,7 +469,7 @@ def main() -> None:
     loops = args.loops.split(",")
     if "telemetry" in sections:
         print("### Telemetry overhead\n")
-        print("\n".join(telemetry_overhead(args.repeats)) + "\n")
+        print("\n".join(telemetry_overhead(loops, args.repeats)) + "\n")
     if "harness" in sections:
         print("### Harness overhead per run\n")
         print("\n".join(harness_overhead(loops, args.repeats)) + "\n")
@@ -418,6 +482,17 @@ def main() -> None:
     if "probes" in sections:
         print("### Reach probes (a probe before every statement)\n")
         print("\n".join(probe_cost(loops, args.repeats)))
+    if "features" in sections:
+        features = telemetry_features(list(FEATURE_LOOPS))
+        print(f"### Telemetry features\n\n{len(features)} runs (mode and gradient mutants).")
+        if args.features_out:
+            Path(args.features_out).write_text(json.dumps(features, indent=1, sort_keys=True))
+        if args.features_compare:
+            saved = json.loads(Path(args.features_compare).read_text())
+            differences = compare_features(saved, features)
+            print("\n".join(differences) or "Every feature equal to the saved ones.")
+            if differences:
+                sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,11 @@ and a third-party script runs unchanged. What is hooked and why that hook:
   from one fused ``torch._foreach_norm`` call over gradients and weights and a weight copy
   into buffers reused across samples.
 - ``nn.Module.__call__``: a flag set by the outermost call finds top-level forwards (not
-  nested in another module's forward); their output's autograd node gets a prehook. (A wrapper of
-  ``__call__`` rather than global forward hooks: any global module hook sends every module
-  call down torch's slow hook path, which cost more than the rest of the telemetry.)
-  A forward whose output received a gradient is a training forward (and counts as one
-  "in eval mode" if the module was in ``eval()``); one that did not by the next optimizer
-  step (or the end) is an eval forward, "with grad" if it built a graph for nothing.
+  nested in another module's forward); ``forwards.py`` tells training forwards (their
+  output receives a gradient) from eval forwards. (A wrapper of ``__call__`` rather than
+  global forward hooks: any global module hook sends every module call down torch's slow
+  hook path, which cost more than the rest of the telemetry.) ``torch.autograd.grad`` is
+  wrapped for the same reason.
 - the functional losses in ``torch.nn.functional`` (which the ``nn.*Loss`` modules call):
   the ``loss_fn`` record, so a mutant that never calls ``backward()`` still has a curve.
 - RSS from ``/proc/self/statm`` (one ``pread``), CUDA allocator peak when CUDA is in use.
@@ -35,10 +34,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.nn.modules import loss as loss_modules
 from torch.optim import optimizer as optimizer_hooks
 
-from experiments.harness.writer import TraceWriter
+from experiments.harness.forwards import Forwards
+from experiments.harness.writer import Layout, TraceWriter
 
 FUNCTIONAL_LOSSES = (
     "cross_entropy",
@@ -67,39 +66,12 @@ SAMPLE_EVERY = 20
 # loss_fn records kept in full at the start of a run (the initial-loss check reads them).
 LOSS_FN_HEAD = 100
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-class _Forward:
-    """A top-level forward waiting to learn whether its output receives a gradient; it is
-    its own autograd prehook (no closure to build per forward)."""
-
-    __slots__ = ("got_grad", "telemetry", "training")
-
-    def __init__(self, telemetry: Telemetry, training: bool) -> None:
-        self.telemetry = telemetry
-        self.training = training
-        self.got_grad = False
-
-    def __call__(self, grad_outputs: Any) -> None:
-        if not self.got_grad:
-            self.got_grad = True
-            self.telemetry.train_forwards += 1
-            if not self.training:
-                self.telemetry.train_forwards_eval_mode += 1
-
-
-def _first_tensor(output: Any) -> torch.Tensor | None:
-    if isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, (tuple, list)):
-        for item in output:
-            if isinstance(item, torch.Tensor):
-                return item
-    elif isinstance(output, dict):
-        for item in output.values():
-            if isinstance(item, torch.Tensor):
-                return item
-    return None
+# The per-step records, written through the writer's template path (see writer.py).
+BACKWARD = Layout("backward", "i", "loss", "step")
+LOSS_FN = Layout("loss_fn", "i", "loss")
+STEP = Layout("step", "i", "grad_norm", "update_ratio", "rss_mb", "cuda_mb", "step_time")
+_Tensor = torch.Tensor
+_cuda_initialized = torch.cuda.is_initialized
 
 
 class Telemetry:
@@ -109,15 +81,10 @@ class Telemetry:
         self.backward_calls = 0
         self.loss_fn_calls = 0
         self.steps = 0
-        self.train_forwards = 0
-        self.train_forwards_eval_mode = 0
-        self.eval_forwards = 0
-        self.eval_forwards_grad = 0
+        self.forwards = Forwards()
         self.peak_cuda_mb: float | None = None
         self._backward_depth = 0
-        self._forward_depth = 0
         self._loss_depth = 0
-        self._pending_forwards: list[_Forward] = []
         self._last_step_time: float | None = None
         self._before_step: list[torch.Tensor] | None = None
         self._grad_norm: torch.Tensor | None = None
@@ -135,7 +102,8 @@ class Telemetry:
         for name in FUNCTIONAL_LOSSES:
             if hasattr(F, name):
                 self._patch(F, name, self._wrap_loss(getattr(F, name)))
-        self._patch(torch.nn.Module, "__call__", self._wrap_call(torch.nn.Module.__call__))
+        self._patch(torch.autograd, "grad", self._wrap_grad(torch.autograd.grad))
+        self._patch(torch.nn.Module, "__call__", self.forwards.wrap_call(torch.nn.Module.__call__))
         handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_optimizer_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_optimizer_step),
@@ -155,43 +123,65 @@ class Telemetry:
 
     # -- losses ---------------------------------------------------------------------
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        telemetry = self
+        telemetry, forwards = self, self.forwards
 
         @wraps(original)
         def backward(*args: Any, **kwargs: Any) -> Any:
-            telemetry._backward_depth += 1
+            tensors = args[0] if args else kwargs.get("tensors")
+            if forwards._pending or forwards._late:  # waiting forwards this backward reaches
+                inputs = args[5] if len(args) > 5 else kwargs.get("inputs")
+                forwards.claim(tensors, exact_walk=inputs is None)
+            if telemetry._backward_depth:  # nested in a backward: counted by the outer one
+                return original(*args, **kwargs)
+            telemetry._backward_depth = 1
+            forwards.in_backward += 1
             try:
                 result = original(*args, **kwargs)
             finally:
-                telemetry._backward_depth -= 1
-            if telemetry._backward_depth == 0:
-                telemetry._record_backward(args[0] if args else kwargs.get("tensors"))
+                telemetry._backward_depth = 0
+                forwards.in_backward -= 1
+            telemetry._record_backward(tensors)
             return result
 
         return backward
 
+    def _wrap_grad(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``torch.autograd.grad`` runs only the paths to its inputs: the waiting forwards
+        its walk reaches get the prehook instead of being counted (forwards.py)."""
+        forwards = self.forwards
+
+        @wraps(original)
+        def grad(*args: Any, **kwargs: Any) -> Any:
+            if forwards._pending or forwards._late:
+                forwards.claim(args[0] if args else kwargs.get("outputs"), exact_walk=False)
+            forwards.in_backward += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                forwards.in_backward -= 1
+
+        return grad
+
     def _record_backward(self, tensors: Any) -> None:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
-        value = _value(loss) if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
-        self.writer.record("backward", i=self.backward_calls, loss=value, step=self.steps)
-        self.backward_calls += 1
+        value = self._value(loss) if isinstance(loss, _Tensor) and loss.numel() == 1 else None
+        calls = self.backward_calls
+        self.backward_calls = calls + 1
+        self.writer.add(BACKWARD, calls, value, self.steps)
 
     def _wrap_loss(self, original: Callable[..., Any]) -> Callable[..., Any]:
         telemetry = self
 
         @wraps(original)
         def loss_fn(*args: Any, **kwargs: Any) -> Any:
-            telemetry._loss_depth += 1
+            if telemetry._loss_depth:  # e.g. cross_entropy calling nll_loss: counted once
+                return original(*args, **kwargs)
+            telemetry._loss_depth = 1
             try:
                 result = original(*args, **kwargs)
             finally:
-                telemetry._loss_depth -= 1
-            if (
-                telemetry._loss_depth == 0
-                and isinstance(result, torch.Tensor)
-                and result.requires_grad
-                and result.numel() == 1
-            ):
+                telemetry._loss_depth = 0
+            if isinstance(result, _Tensor) and result.requires_grad and result.numel() == 1:
                 telemetry._record_loss_fn(result)
             return result
 
@@ -202,9 +192,9 @@ class Telemetry:
         curve) and the first ``LOSS_FN_HEAD``; after that every ``sample_every``-th, since
         the backward records carry the curve and a record per call costs step time."""
         calls = self.loss_fn_calls
-        if self.backward_calls == 0 or calls < LOSS_FN_HEAD or calls % self.sample_every == 0:
-            self.writer.record("loss_fn", i=calls, loss=_value(loss))
         self.loss_fn_calls = calls + 1
+        if self.backward_calls == 0 or calls < LOSS_FN_HEAD or calls % self.sample_every == 0:
+            self.writer.add(LOSS_FN, calls, self._value(loss))
 
     # -- optimizer steps ------------------------------------------------------------
     def _parameters(self, optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
@@ -232,10 +222,28 @@ class Telemetry:
                 self._grad_norm, self._before_step = None, None
 
     def _after_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any):
-        self.steps += 1
+        steps = self.steps = self.steps + 1
         now = time.perf_counter()
-        step_time = None if self._last_step_time is None else now - self._last_step_time
-        self._last_step_time = now
+        last, self._last_step_time = self._last_step_time, now
+        step_time = None if last is None else now - last
+        if (steps - 1) % self.sample_every or (
+            self._grad_norm is None and self._before_step is None
+        ):
+            # Not a sampled step (or nothing could be sampled): the step's own record only.
+            cuda_mb = self._cuda_mb() if _cuda_initialized() else None
+            rss_mb = None if (steps - 1) % self.sample_every else self.rss_mb()
+            self.writer.add(STEP, steps, None, None, rss_mb, cuda_mb, step_time)
+        else:
+            self._sampled_step(optimizer, steps, step_time)
+        self.forwards.settle()
+
+    def _cuda_mb(self) -> float:
+        cuda_mb = torch.cuda.max_memory_allocated() / 2**20
+        self.peak_cuda_mb = cuda_mb
+        return cuda_mb
+
+    def _sampled_step(self, optimizer: torch.optim.Optimizer, steps: int, step_time: Any):
+        """The step record with gradient norm, update ratio and RSS (see the pre-hook)."""
         ratio = None
         if self._before_step is not None:
             with torch.no_grad():
@@ -245,87 +253,29 @@ class Telemetry:
                     update = torch.linalg.vector_norm(
                         torch.stack(torch._foreach_norm(self._before_step))
                     )
-                    ratio = _value(update / self._weight_norm.clamp_min(1e-30))
+                    ratio = self._value(update / self._weight_norm.clamp_min(1e-30))
                 except RuntimeError:
                     ratio = None
-        grad_norm = None if self._grad_norm is None else _value(self._grad_norm)
-        cuda_mb = None
-        if torch.cuda.is_initialized():
-            cuda_mb = torch.cuda.max_memory_allocated() / 2**20
-            self.peak_cuda_mb = cuda_mb
-        sampled = (self.steps - 1) % self.sample_every == 0
-        self.writer.record(
-            "step",
-            i=self.steps,
-            grad_norm=grad_norm,
-            update_ratio=ratio,
-            rss_mb=self.rss_mb() if sampled else None,  # memory moves slowly: sampled too
-            cuda_mb=cuda_mb,
-            step_time=step_time,
-        )
+        grad_norm = None if self._grad_norm is None else self._value(self._grad_norm)
+        cuda_mb = self._cuda_mb() if _cuda_initialized() else None
+        # Memory moves slowly: read with the norms only.
+        self.writer.add(STEP, steps, grad_norm, ratio, self.rss_mb(), cuda_mb, step_time)
         self._grad_norm, self._before_step = None, None
-        self._settle_forwards()
-
-    # -- forwards -------------------------------------------------------------------
-    def _wrap_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        telemetry = self
-
-        @wraps(original)
-        def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
-            if telemetry._forward_depth:  # nested in a forward: pass straight through
-                return original(module, *args, **kwargs)
-            telemetry._forward_depth = 1
-            try:
-                output = original(module, *args, **kwargs)
-            finally:
-                telemetry._forward_depth = 0
-            if not isinstance(module, loss_modules._Loss):
-                telemetry._top_level_forward(module, output)
-            return output
-
-        return call
-
-    def _top_level_forward(self, module: torch.nn.Module, output: Any) -> None:
-        tensor = _first_tensor(output)
-        if tensor is None:
-            return
-        grad_fn = tensor.grad_fn
-        if grad_fn is not None:
-            pending = _Forward(self, module.training)
-            self._pending_forwards.append(pending)
-            # A prehook on the output's autograd node (cheaper than Tensor.register_hook)
-            # runs when a gradient flows into the output.
-            grad_fn.register_prehook(pending)
-        else:
-            self.eval_forwards += 1
-
-    def _settle_forwards(self) -> None:
-        """Forwards that built a graph but got no gradient before this point were evals."""
-        for pending in self._pending_forwards:
-            if not pending.got_grad:
-                self.eval_forwards += 1
-                self.eval_forwards_grad += 1
-        self._pending_forwards = []
 
     def counters(self) -> dict[str, int]:
         return {
             "steps": self.steps,
             "backward_calls": self.backward_calls,
             "loss_fn_calls": self.loss_fn_calls,
-            "train_forwards": self.train_forwards,
-            "train_forwards_eval_mode": self.train_forwards_eval_mode,
-            "eval_forwards": self.eval_forwards,
-            "eval_forwards_grad": self.eval_forwards_grad,
+            "train_forwards": self.forwards.train_forwards,
+            "train_forwards_eval_mode": self.forwards.train_forwards_eval_mode,
+            "eval_forwards": self.forwards.eval_forwards,
+            "eval_forwards_grad": self.forwards.eval_forwards_grad,
         }
 
     def _append_forward_counters(self) -> None:
         """Runs before every flush: the forward counters, when they moved."""
-        counters = (
-            self.train_forwards,
-            self.train_forwards_eval_mode,
-            self.eval_forwards,
-            self.eval_forwards_grad,
-        )
+        counters = self.forwards.counters()
         if counters != self._forwards_written:
             self._forwards_written = counters
             self.writer.append(
@@ -337,29 +287,19 @@ class Telemetry:
             )
 
     def finish(self) -> dict[str, int]:
-        self._settle_forwards()
+        self.forwards.settle()
         self.writer.flush()
         return self.counters()
+
+    def _value(self, tensor: torch.Tensor) -> float | torch.Tensor:
+        """A CPU scalar now; an accelerator's scalar later, in the writer's batched read."""
+        if tensor.is_cpu:
+            return tensor.item()
+        self.writer.has_tensors = True
+        return tensor.detach().reshape(())
 
     def rss_mb(self) -> float | None:
         if self._statm < 0:
             return None
         fields = os.pread(self._statm, 128, 0).split()
         return round(int(fields[1]) * PAGE_MB, 2)
-
-
-def _value(tensor: torch.Tensor) -> float | torch.Tensor:
-    """A CPU scalar now; an accelerator's scalar later, in the writer's batched read."""
-    if tensor.is_cpu:
-        return tensor.item()
-    return tensor.detach().reshape(())
-
-
-def _global_norm(tensors: list[torch.Tensor]) -> torch.Tensor:
-    norms = torch._foreach_norm(tensors)
-    if len(norms) == 1:
-        return norms[0].float()
-    try:
-        return torch.linalg.vector_norm(torch.stack(norms)).float()
-    except RuntimeError:  # mixed dtypes
-        return torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))

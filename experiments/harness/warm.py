@@ -26,6 +26,14 @@ PRELOAD = (
     "experiments.harness.hooks",
     "experiments.harness.writer",
     "experiments.harness.child",
+    # What every run imports after the fork: imported there, each run would pay for it
+    # again (compiling the source too where no bytecode cache may be written).
+    "experiments.harness.project",
+    "experiments.harness.forwards",
+    # Lazy imports of sklearn's bundled data sets and of torch.save/torch.load.
+    "sklearn.datasets.data",
+    "sklearn.datasets.descr",
+    "torch.utils.serialization",
 )
 
 
