@@ -111,9 +111,13 @@ def decide(
             open_.append(f"{name} {sum(values)}/{len(values)}")
     if not open_:
         return Decision(True, f"decided at {n} seeds", ())
+    # Shown: the open labels, then the worst open severity level (the levels below it
+    # are open for the same seeds and would only repeat it).
+    levels = [name for name in open_ if name.startswith(">=")]
+    shown = ", ".join([name for name in open_ if not name.startswith(">=")][:2] + levels[:1])
     if n >= max_seeds:
-        return Decision(True, f"cap {max_seeds} seeds, open: {', '.join(open_[:3])}", tuple(open_))
-    return Decision(False, f"open at {n} seeds: {', '.join(open_[:3])}", tuple(open_))
+        return Decision(True, f"cap {max_seeds} seeds, open: {shown}", tuple(open_))
+    return Decision(False, f"open at {n} seeds: {shown}", tuple(open_))
 
 
 @cache
