@@ -98,7 +98,7 @@ def test_an_interrupted_sweep_resumes_without_training_anything_twice():
         adaptive_sweep(_specs(), SEEDS, store.run, judge)
     before = list(store.trained)
     store.fail_after = None
-    rows, progress = adaptive_sweep(_specs(), SEEDS, store.run, judge)
+    adaptive_sweep(_specs(), SEEDS, store.run, judge)
     again = store.trained[len(before) :]
     assert not set(again) & set(before)
     assert sorted(store.trained) == sorted(uninterrupted.trained)
