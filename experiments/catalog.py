@@ -36,6 +36,12 @@ from experiments import trace as trace_module
 from experiments.files import write_bytes_atomic
 from experiments.report.interactions import INTERACTION_FILES, interactions_markdown
 from experiments.report.operators import OperatorInfo, operator_info
+from experiments.report.strength import (
+    STRENGTH_DIR,
+    load_strength,
+    strength_html,
+    strength_markdown,
+)
 from experiments.report.tables import CatalogTables
 from experiments.signature import (
     FEATURES,
@@ -539,6 +545,13 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
                 + "</section>"
             )
             page = page.replace("<script>", section + "<script>", 1)
+        strength = load_strength(out_dir.parent / STRENGTH_DIR, set(tables.runs.get("loop", [])))
+        if not strength.empty:  # written by ``trainwreck strength`` into the same results
+            symptoms_md = (staging / "symptoms.md").read_text(encoding="utf-8")
+            section = strength_markdown(strength)
+            (staging / "symptoms.md").write_text(symptoms_md + "\n" + section, encoding="utf-8")
+            study += "\n\n" + section
+            page = page.replace("<script>", strength_html(strength) + "<script>", 1)
         leaderboard = out_dir.parent / "bench" / "section.html"
         if leaderboard.is_file():  # written by ``trainwreck bench`` into the same results
             page = page.replace("<script>", leaderboard.read_text(encoding="utf-8") + "<script>", 1)

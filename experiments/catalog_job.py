@@ -41,6 +41,8 @@ class Profile:
     # Adaptive seeds (docs/adaptive.md): ``seeds`` is then the cap, and each mutant starts
     # with the first three and gets more while the sequential rule leaves it undecided.
     adaptive: bool = False
+    # The minimal-strength pass (docs/adaptive.md) after the sweep: slow, full profile only.
+    strength: bool = False
 
 
 # The unmutated loop's control runs use seeds this far above the mutants' (disjoint sets).
@@ -72,6 +74,7 @@ PROFILES = {
         # Up to 20 seeds per mutant, the first 5 of them the catalog preset's.
         seeds=tuple(dict.fromkeys([*_preset_seeds(), *range(MAX_SEEDS)]))[:MAX_SEEDS],
         adaptive=True,
+        strength=True,
         # 8 control seeds per loop: 56 distinct seed-sets of 5, of which the catalog judges
         # 20 for the noop false-positive rate (docs/truth.md); 3 runs per loop more.
         noop_seeds=_noop_seeds(range(8)),
@@ -106,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
         const=False,
         dest="adaptive",
         help="every seed for every mutant",
+    )
+    parser.add_argument(
+        "--strength",
+        action=argparse.BooleanOptionalAction,
+        help="search each parametric operator's weakest showing setting (full profile: on)",
     )
     parser.add_argument(
         "--operators",
@@ -192,6 +200,16 @@ def catalog_main(argv: Sequence[str]) -> int:
     except ReferenceFailed as failure:
         print(f"[trainwreck] {failure}", file=sys.stderr)
         return 1
+    if profile.strength if args.strength is None else args.strength:
+        from experiments.strength.catalog_pass import strength_pass
+
+        epochs = dict(profile.epochs)
+
+        def overrides_of(loop: str) -> list[str]:
+            own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
+            return [*own, *args.overrides]
+
+        strength_pass(loops, overrides_of, args.workers, len(seeds), say)
     return _write(results_dir, rows, n_classes, started)
 
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import pandas as pd
 
 from experiments.cli_support import Parser, UserError
+from experiments.report.strength import STRENGTH_DIR
 from experiments.strength.axes import Axis, axes_of, declared_parameters, parametric
 from experiments.symptoms.sequential import MAX_SEEDS, MIN_SEEDS
-
-STRENGTH_DIR = "strength"  # in the results folder
 
 
 def _parser() -> Parser:
@@ -72,18 +70,25 @@ def strength_main(argv: Sequence[str]) -> int:
     from experiments.strength.runner import prepare
 
     session = prepare(args.loop, axis, args.overrides, args.workers, args.max_seeds)
-    result = session.search(args.steps)
-    out = session.results_dir / STRENGTH_DIR / f"{args.loop}-{axis.operator}-{axis.direction}"
-    table = result_table(result, args.loop)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out.with_suffix(".csv"), index=False)
-    from experiments.strength.plot import write_plot
-
-    write_plot(result, out.with_suffix(".png"))
+    table, result, out = search_and_store(session, args.loop, args.steps)
     print(table.drop(columns=["loop", "operator", "direction"]).to_string(index=False))
     print(summary_line(result))
     print(f"wrote {out.with_suffix('.csv')} and {out.with_suffix('.png')}", file=sys.stderr)
     return 0
+
+
+def search_and_store(session, loop: str, steps: int):
+    """Run the search; write its CSV and plot under ``RESULTS/strength/``."""
+    from experiments.strength.plot import write_plot
+
+    axis = session.axis
+    result = session.search(steps)
+    out = session.results_dir / STRENGTH_DIR / f"{loop}-{axis.operator}-{axis.direction}"
+    table = result_table(result, loop)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out.with_suffix(".csv"), index=False)
+    write_plot(result, out.with_suffix(".png"))
+    return table, result, out
 
 
 def result_table(result, loop: str) -> pd.DataFrame:
@@ -124,7 +129,3 @@ def summary_line(result) -> str:
             between = f" (not at {low:.3g})" if isinstance(low, float) else ""
             parts.append(f"in {name} from {axis.param}={found.threshold}{between}")
     return f"{axis.operator} ({axis.direction}) shows " + "; ".join(parts)
-
-
-def strength_dir(results_dir: Path) -> Path:
-    return Path(results_dir) / STRENGTH_DIR
