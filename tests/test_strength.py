@@ -107,3 +107,23 @@ def test_strength_cli_user_errors_are_one_line_and_exit_2(argv, message, tmp_pat
     assert len(lines) == 1 and message in lines[0], done.stderr
     assert lines[0].startswith("trainwreck strength: error:")
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_detector_weakest_is_where_the_detected_tail_starts():
+    import pandas as pd
+
+    from experiments.bench.strength import _summary
+
+    table = pd.DataFrame(
+        {
+            "loop": ["l"] * 4,
+            "operator": ["scale_lr"] * 4,
+            "direction": ["up"] * 4,
+            "factor": [2.0, 5.0, 20.0, 100.0],
+        }
+    )
+    assert _summary("d", table, [False, False, True, True])["weakest detected"] == "factor=20.0"
+    gap = _summary("d", table, [True, False, True, True])
+    assert gap["weakest detected"] == "factor=20.0" and gap["monotone"] is False
+    assert _summary("d", table, [False] * 4)["weakest detected"] == "not detected"
+    assert _summary("d", table, [None, None, True, True])["tried"] == 2

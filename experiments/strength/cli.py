@@ -99,6 +99,7 @@ def result_table(result, loop: str) -> pd.DataFrame:
             "operator": axis.operator,
             "direction": axis.direction,
             axis.param: point.value,
+            "spec": point.spec,
             "seeds": point.n_seeds,
             "stopped": point.stopped,
             "measured": point.measured,
