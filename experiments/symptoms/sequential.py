@@ -20,7 +20,9 @@ the ALPHA = 5% that Wald's bound promises.
 
 A mutant is decided when every indicator is; an invalid mutant (nothing ran) is decided
 at once. Because a mutant's seeds are judged against the reference runs on the same
-seeds, a decision depends only on its own seeds' runs: replaying the rule on stored runs
+seeds, a decision depends only on its own seeds' runs and those references (earlier
+seeds' verdicts are recomputed as the reference grows, so an indicator can reopen):
+replaying the rule on stored runs
 gives the same seeds and the same reasons (this is how an interrupted adaptive sweep
 resumes and how the catalog shows why each mutant stopped).
 """
