@@ -82,8 +82,12 @@ def adaptive_sweep(
         chosen = [s for s in specs if _included(s, order, need, reference_need)]
         progress.rounds.append(len(chosen))
         rows = run(chosen)
-        decisions = judge(rows)
-        progress.decisions = {key: decisions.get(key, _NOT_JUDGED) for key in need}
+        # Only open mutants are judged again: a decided one keeps its seeds, and so its
+        # reference runs, so its verdict cannot change (judging is most of a round's
+        # bookkeeping once the runs are cached).
+        still_open = {key for key in need if not progress.decisions.get(key, _OPEN).decided}
+        found = judge(_rows_of(chosen, rows, still_open))
+        progress.decisions.update({key: found.get(key, _NOT_JUDGED) for key in still_open})
         grown = {
             key: min(count + schedule.step, schedule.max_seeds, len(order))
             for key, count in need.items()
@@ -101,6 +105,22 @@ def adaptive_sweep(
 
 
 _NOT_JUDGED = Decision(True, "not judged", ())
+_OPEN = Decision(False, "not judged yet", ())
+
+
+def _rows_of(chosen: Sequence[RunSpec], rows: Rows, still_open: set[MutantKey]) -> Rows:
+    """The rows of the open mutants, with their loops' unmutated runs (reference, control)."""
+    by_key = {row["key"]: row for row in rows}
+    loops = {(loop, device) for loop, device, _ in still_open}
+    wanted: dict[str, dict[str, Any]] = {}
+    for spec in chosen:
+        if spec.mutant is None:
+            keep = (spec.loop_name, spec.device) in loops
+        else:
+            keep = mutant_key(spec) in still_open
+        if keep and spec.key in by_key:
+            wanted.setdefault(spec.key, by_key[spec.key])
+    return list(wanted.values())
 
 
 def _included(

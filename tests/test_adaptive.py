@@ -113,3 +113,16 @@ def test_mutant_keys_and_schedule_checks():
     assert mutant_key(spec) == ("toy", "cpu", "m")
     with pytest.raises(ValueError):
         Schedule(min_seeds=5, max_seeds=3)
+
+
+def test_decided_mutants_are_not_judged_again():
+    store = Store()
+    seen: list[set[str]] = []
+
+    def counting_judge(rows):
+        seen.append({row["identity"] for row in rows})
+        return judge(rows)
+
+    adaptive_sweep(_specs(), SEEDS, store.run, counting_judge)
+    assert seen[0] == {"none", "clear", "never", "coin"}
+    assert all(identities == {"none", "coin"} for identities in seen[1:])
