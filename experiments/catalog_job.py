@@ -75,8 +75,9 @@ PROFILES = {
         seeds=tuple(dict.fromkeys([*_preset_seeds(), *range(MAX_SEEDS)]))[:MAX_SEEDS],
         adaptive=True,
         strength=True,
-        # 8 control seeds per loop: 56 distinct seed-sets of 5, of which the catalog judges
-        # 20 for the noop false-positive rate (docs/truth.md); 3 runs per loop more.
+        # 8 control seeds per loop: seed-sets as large as a mutant's median seeds (3 with
+        # adaptive seeds: 56 distinct sets), of which the catalog judges 20 for the noop
+        # false-positive rate (docs/truth.md).
         noop_seeds=_noop_seeds(range(8)),
         description=f"every loop x every mutant x 3 to {MAX_SEEDS} seeds (adaptive)",
         # At their own default budgets the eight loops need 21 min of CPU on 2 cores, 44% of
