@@ -37,6 +37,12 @@ from experiments.files import write_bytes_atomic
 from experiments.harness.seal import check_shape
 from experiments.report.interactions import INTERACTION_FILES, interactions_markdown
 from experiments.report.operators import OperatorInfo, operator_info
+from experiments.report.strength import (
+    STRENGTH_DIR,
+    load_strength,
+    strength_html,
+    strength_markdown,
+)
 from experiments.report.tables import CatalogTables
 from experiments.signature import (
     FEATURES,
@@ -55,6 +61,7 @@ from experiments.symptoms import (
     judge,
     noop_false_positives,
 )
+from experiments.symptoms.sequential import Decision, decisions
 from experiments.trace import RESULT_FIELDS, RESULT_FILE, TRACE_FILE
 from experiments.unreached import judge_reached
 
@@ -267,6 +274,31 @@ def _write_cache(
 
 def build_tables(runs: list[LoadedRun]) -> CatalogTables:
     """Judge every mutant and return the catalog's tables (see the module docstring)."""
+    frame, operators, judgement = _judged(runs)
+    labels = judgement.run_labels if judgement else pd.Series(dtype=object)
+    frame["labels"] = [";".join(run_labels) for run_labels in labels] if len(frame) else []
+    symptoms = judgement.symptoms if judgement else pd.DataFrame()
+    control = (
+        noop_false_positives(symptoms, labels, judgement.run_severity, frame) if judgement else {}
+    )
+    symptoms = _with_stopping(symptoms, frame, judgement)
+    symptoms = _annotate_symptoms(symptoms, operators, _optimizers(frame))
+    _encode_nested(frame)
+    curves = _curves_frame(runs)
+    return CatalogTables(frame, curves, symptoms, control, operators)
+
+
+def stopping_decisions(runs: list[LoadedRun]) -> dict[tuple[str, str, str], Decision]:
+    """The sequential rule's decision per (loop, device, identity), without the tables
+    (what ``experiments.adaptive`` asks after each round)."""
+    frame, _, judgement = _judged(runs)
+    if judgement is None:
+        return {}
+    return decisions(frame, judgement.run_labels, judgement.run_severity)
+
+
+def _judged(runs: list[LoadedRun]):
+    """The runs frame with roles and categories, the operators' info, and the judgement."""
     frame = _runs_frame(runs)
     frame["role"] = assign_roles(frame) if len(frame) else pd.Series(dtype=object)
     noop_rows = frame["role"] == NOOP
@@ -281,16 +313,24 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
     ]
     # Runs whose mutated lines never executed are not judged (experiments.unreached).
     judgement = judge_reached(frame, judge) if len(frame) else None
-    labels = judgement.run_labels if judgement else pd.Series(dtype=object)
-    frame["labels"] = [";".join(run_labels) for run_labels in labels] if len(frame) else []
-    symptoms = judgement.symptoms if judgement else pd.DataFrame()
-    control = (
-        noop_false_positives(symptoms, labels, judgement.run_severity, frame) if judgement else {}
+    return frame, operators, judgement
+
+
+def _with_stopping(symptoms: pd.DataFrame, frame: pd.DataFrame, judgement) -> pd.DataFrame:
+    """``decided`` and ``stopped`` after ``n_seeds``: the sequential rule replayed on each
+    mutant's seeds (docs/adaptive.md); with fixed seeds it says whether they were enough."""
+    if symptoms.empty or judgement is None:
+        return symptoms
+    found = decisions(frame, judgement.run_labels, judgement.run_severity)
+    keys = zip(symptoms["loop"], symptoms["device"], symptoms["identity"])
+    chosen = [found.get(key) for key in keys]
+    symptoms = symptoms.copy()
+    position = symptoms.columns.get_loc("n_seeds") + 1
+    symptoms.insert(position, "decided", [True if d is None else d.decided for d in chosen])
+    symptoms.insert(
+        position + 1, "stopped", ["not judged" if d is None else d.reason for d in chosen]
     )
-    symptoms = _annotate_symptoms(symptoms, operators, _optimizers(frame))
-    _encode_nested(frame)
-    curves = _curves_frame(runs)
-    return CatalogTables(frame, curves, symptoms, control, operators)
+    return symptoms
 
 
 def _encode_nested(frame: pd.DataFrame) -> None:
@@ -506,6 +546,13 @@ def write_catalog(tables: CatalogTables, out_dir: str | Path) -> dict[str, Path]
                 + "</section>"
             )
             page = page.replace("<script>", section + "<script>", 1)
+        strength = load_strength(out_dir.parent / STRENGTH_DIR, set(tables.runs.get("loop", [])))
+        if not strength.empty:  # written by ``trainwreck strength`` into the same results
+            symptoms_md = (staging / "symptoms.md").read_text(encoding="utf-8")
+            section = strength_markdown(strength)
+            (staging / "symptoms.md").write_text(symptoms_md + "\n" + section, encoding="utf-8")
+            study += "\n\n" + section
+            page = page.replace("<script>", strength_html(strength) + "<script>", 1)
         leaderboard = out_dir.parent / "bench" / "section.html"
         if leaderboard.is_file():  # written by ``trainwreck bench`` into the same results
             page = page.replace("<script>", leaderboard.read_text(encoding="utf-8") + "<script>", 1)

@@ -21,6 +21,7 @@ from typing import Any
 
 from experiments.cli_support import Parser, UserError
 from experiments.loops import loop_names
+from experiments.symptoms.sequential import MAX_SEEDS, MIN_SEEDS
 
 SWEEP_FILE = "sweep.json"  # in the catalog folder: the runs this catalog was built from
 
@@ -38,6 +39,11 @@ class Profile:
     # Per-loop epochs for this profile (the loop config's otherwise); a user's
     # ``budget.epochs=`` or ``loop.epochs=`` override still wins.
     epochs: tuple[tuple[str, int], ...] = ()
+    # Adaptive seeds (docs/adaptive.md): ``seeds`` is then the cap, and each mutant starts
+    # with the first three and gets more while the sequential rule leaves it undecided.
+    adaptive: bool = False
+    # The minimal-strength pass (docs/adaptive.md) after the sweep: slow, full profile only.
+    strength: bool = False
 
 
 # The unmutated loop's control runs use seeds this far above the mutants' (disjoint sets).
@@ -66,11 +72,15 @@ PROFILES = {
     ),
     "full": Profile(
         loops=loop_names(),
-        seeds=_preset_seeds(),
-        # 8 control seeds per loop: 56 distinct seed-sets of 5, of which the catalog judges
-        # 20 for the noop false-positive rate (docs/truth.md); 3 runs per loop more.
+        # Up to 20 seeds per mutant, the first 5 of them the catalog preset's.
+        seeds=tuple(dict.fromkeys([*_preset_seeds(), *range(MAX_SEEDS)]))[:MAX_SEEDS],
+        adaptive=True,
+        strength=True,
+        # 8 control seeds per loop: seed-sets as large as a mutant's median seeds (3 with
+        # adaptive seeds: 56 distinct sets), of which the catalog judges 20 for the noop
+        # false-positive rate (docs/truth.md).
         noop_seeds=_noop_seeds(range(8)),
-        description=f"every loop x every mutant x {len(_preset_seeds())} seeds (the catalog preset's)",
+        description=f"every loop x every mutant x 3 to {MAX_SEEDS} seeds (adaptive)",
         # At their own default budgets the eight loops need 21 min of CPU on 2 cores, 44% of
         # it char_lm; these budgets fit 15 min and every loop still learns clearly (char_lm
         # val loss 2.86 at 3 epochs against a 3.33 unigram entropy; docs/benchmarks.md).
@@ -87,6 +97,26 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     parser.add_argument("--loops", help="comma-separated loops instead of the profile's")
     parser.add_argument("--seeds", type=int, help="number of seeds instead of the profile's")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--adaptive",
+        action="store_const",
+        const=True,
+        dest="adaptive",
+        help="3 seeds per mutant, more while undecided, up to --seeds (docs/adaptive.md)",
+    )
+    mode.add_argument(
+        "--fixed",
+        action="store_const",
+        const=False,
+        dest="adaptive",
+        help="every seed for every mutant",
+    )
+    parser.add_argument(
+        "--strength",
+        action=argparse.BooleanOptionalAction,
+        help="search each parametric operator's weakest showing setting (full profile: on)",
+    )
     parser.add_argument(
         "--operators",
         help="comma-separated operator specs instead of every operator and variant",
@@ -111,11 +141,17 @@ def catalog_main(argv: Sequence[str]) -> int:
     loops = tuple(args.loops.split(",")) if args.loops else profile.loops
     seeds = profile.seeds
     noop_seeds = profile.noop_seeds
+    adaptive = profile.adaptive if args.adaptive is None else args.adaptive
     if args.seeds is not None:
         if args.seeds < 2:
             raise CatalogError("--seeds must be at least 2 (symptoms are judged against a spread)")
+        if args.seeds > NOOP_SEED_OFFSET:
+            raise CatalogError(f"--seeds must be at most {NOOP_SEED_OFFSET}, got {args.seeds}")
         seeds = tuple(range(args.seeds))
-        noop_seeds = _noop_seeds(seeds)
+        if not adaptive:
+            noop_seeds = _noop_seeds(seeds)
+    if adaptive and len(seeds) < MIN_SEEDS:
+        raise CatalogError(f"--adaptive needs --seeds of at least {MIN_SEEDS}, got {len(seeds)}")
     for override in args.overrides:
         if "=" not in override:
             raise CatalogError(
@@ -125,9 +161,14 @@ def catalog_main(argv: Sequence[str]) -> int:
         loops, seeds, noop_seeds, args, dict(profile.epochs)
     )
     started = time.monotonic()
+    planned = (
+        f"adaptive: {MIN_SEEDS} to {len(seeds)} seeds per mutant, at most {len(specs)} runs"
+        if adaptive
+        else f"{len(specs)} runs"
+    )
     print(
         f"[trainwreck] catalog ({args.profile}): {len(loops)} loops, seeds {list(seeds)}, "
-        f"noop seeds {list(noop_seeds)}, {len(specs)} runs, {workers} at once",
+        f"noop seeds {list(noop_seeds)}, {planned}, {workers} at once",
         file=sys.stderr,
     )
     from experiments.harness import run_sweep
@@ -149,14 +190,49 @@ def catalog_main(argv: Sequence[str]) -> int:
         finally:
             bar.close()
 
+    def say(note: str) -> None:
+        print(f"[trainwreck] {note}", file=sys.stderr)
+
     try:  # the unmutated runs first: no table on a reference that fails
-        rows = gated_sweep(
-            specs, run, say=lambda note: print(f"[trainwreck] {note}", file=sys.stderr)
-        )
+        if adaptive:
+            rows = _adaptive(
+                specs,
+                seeds,
+                lambda chosen: gated_sweep(chosen, run, say),
+                results_dir,
+                n_classes,
+                say,
+            )
+        else:
+            rows = gated_sweep(specs, run, say=say)
     except ReferenceFailed as failure:
         print(f"[trainwreck] {failure}", file=sys.stderr)
         return 1
+    if profile.strength if args.strength is None else args.strength:
+        from experiments.strength.catalog_pass import strength_pass
+
+        epochs = dict(profile.epochs)
+
+        def overrides_of(loop: str) -> list[str]:
+            own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
+            return [*own, *args.overrides]
+
+        strength_pass(loops, overrides_of, args.workers, len(seeds), say)
     return _write(results_dir, rows, n_classes, started)
+
+
+def _adaptive(specs, seeds, run, results_dir: Path, n_classes, say) -> list[dict]:
+    """The sweep in rounds (experiments.adaptive); the catalog judges what each round ran."""
+    from experiments.adaptive import adaptive_sweep
+    from experiments.catalog import load_runs, stopping_decisions
+
+    def judge(rows: list[dict]):
+        keys = {row["key"] for row in rows}
+        return stopping_decisions(load_runs(results_dir, n_classes=n_classes, keys=keys))
+
+    rows, progress = adaptive_sweep(specs, seeds, run, judge, say=say)
+    say(f"adaptive: {progress.summary()}")
+    return rows
 
 
 def report_main(argv: Sequence[str]) -> int:

@@ -273,6 +273,12 @@ def _report(argv: Sequence[str]) -> int:
     return guarded("trainwreck report", report_main, argv)
 
 
+def _strength(argv: Sequence[str]) -> int:
+    from experiments.strength.cli import strength_main
+
+    return guarded("trainwreck strength", strength_main, argv)
+
+
 def _quiz(argv: Sequence[str]) -> int:
     from experiments.quiz.cli import quiz_main
 
@@ -284,6 +290,10 @@ DELEGATED: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "catalog": (_catalog, "run the mutant sweep and write the symptom catalog (the main job)"),
     "report": (_report, "rebuild the catalog files from stored runs, without training"),
     "sweep": (_sweep, "run a Hydra sweep (same overrides as python -m experiments.run)"),
+    "strength": (
+        _strength,
+        "the weakest setting of a parametric operator at which its bug shows",
+    ),
     "quiz": (_quiz, "practice: a loop with several bugs, its curves, an answer key, grading"),
     "lint": (_lint, "lint training scripts for loop bugs (trainwreck-lint)"),
     "bench": (_bench, "score bug detectors against the mutants (leaderboard, export)"),

@@ -96,6 +96,10 @@ def _bench(argv: Sequence[str] | None) -> int:
         return _list_detectors()
     if argv and argv[0] == "install-tool":
         return _install_tool(argv[1:])
+    if argv and argv[0] == "strength":
+        from experiments.bench.strength import strength_main
+
+        return strength_main(argv[1:])
     return _score(argv)
 
 

@@ -39,6 +39,7 @@ TABLE_COLUMNS = (
     ("unstable", "unstable (< 80%)", "text"),
     ("top_effects", "strongest effects", "text"),
     ("n_seeds", "seeds", "number"),
+    ("stopped", "stopped (docs/adaptive.md)", "text"),
 )
 FEATURE_TITLES = {
     "initial_loss": "initial loss",

@@ -42,19 +42,24 @@ def render_symptoms_md(tables: CatalogTables) -> str:
         "half the seeds. The symptoms column says how you would notice. Expected is what the",
         "operator declares; where they differ, both stand and the last column says why.",
         "`@partial` marks a label read from the trace of a run that did not finish.",
+        "Stopped: why no more seeds were needed (or, at the seed cap or with fixed seeds,",
+        "which indicators the sequential rule of docs/adaptive.md left open).",
         "",
     ]
     if symptoms.empty:
         return "\n".join([*lines, "No mutants were judged.", ""])
     for (loop, device), group in symptoms.groupby(["loop", "device"], sort=True):
         lines += [f"## `{loop}` ({device})", "", _source_line(group), ""]
-        lines.append("| " + " | ".join(title for _, title in SYMPTOM_COLUMNS) + " | seeds |")
-        lines.append("|" + "---|" * (len(SYMPTOM_COLUMNS) + 1))
+        lines.append(
+            "| " + " | ".join(title for _, title in SYMPTOM_COLUMNS) + " | seeds | stopped |"
+        )
+        lines.append("|" + "---|" * (len(SYMPTOM_COLUMNS) + 2))
         for row in group.to_dict("records"):
             cells = [_cell(row.get(column)) for column, _ in SYMPTOM_COLUMNS]
             if row.get("agrees") is False:
                 cells[MEASURED] = f"**{cells[MEASURED]}**"
             cells.append(str(row.get("n_seeds", "")))
+            cells.append(_cell(row.get("stopped")))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -19,7 +19,9 @@ killed, non-finite loss) has its status as outcome; only labels that do not need
 run are read from its trace, marked ``@partial``; effect sizes (Cohen's d, Cliff's delta,
 Mann-Whitney p) use finished runs only. Where the measured severity differs from the one
 the operator declares, ``explain.disagreement`` says why, from the numbers. The control
-(``control.py``) judges the unmutated loop on spare seeds like a mutant.
+(``control.py``) judges the unmutated loop on spare seeds like a mutant. Whether a mutant's
+seeds were enough is the sequential rule of ``sequential.py`` (adaptive seeds,
+docs/adaptive.md).
 """
 
 from experiments.symptoms.control import noop_false_positives, seed_sets

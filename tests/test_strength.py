@@ -1,0 +1,129 @@
+"""Minimal strength: bisection on synthetic effects, the axes, the CLI's user errors."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from experiments.strength.axes import AXES, Axis, axes_of, parametric
+from experiments.strength.bisect import first_showing, weakest
+from experiments.strength.search import Point, search
+from mutations.registry import operator_classes, resolve
+
+
+@pytest.mark.parametrize("threshold", [1.7, 4.0, 31.0, 99.0])
+def test_bisection_brackets_a_monotone_threshold(threshold):
+    calls = []
+
+    def shows(value):
+        calls.append(value)
+        return value >= threshold
+
+    found = weakest(shows, 1.25, 100.0, steps=5)
+    low, high = found.bracket
+    assert low < threshold <= high == found.threshold
+    assert high / low == pytest.approx((100 / 1.25) ** (1 / 32))
+    assert len(calls) == 6 and calls[0] == 100.0
+
+
+def test_bisection_downwards_and_when_nothing_shows():
+    found = weakest(lambda lr: lr <= 0.05, 0.8, 0.01, steps=6)
+    assert found.threshold <= 0.05 < found.bracket[0]
+    nothing = weakest(lambda value: False, 1.25, 100.0, steps=5)
+    assert nothing.threshold is None and nothing.tried == [(100.0, False)]
+
+
+def test_bisection_on_a_smooth_effect_with_snapped_settings():
+    """An effect growing like log(x) crossing a detection level, as the search sees it."""
+    effect = lambda p: 0.2 * math.log(p / 0.01)  # noqa: E731
+    found = weakest(lambda p: effect(p) > 0.5, 0.01, 0.8, steps=4, snap=lambda v: round(v, 3))
+    assert effect(found.threshold) > 0.5 >= effect(found.bracket[0])
+    assert all(value == round(value, 3) for value, _ in found.tried)
+
+
+def test_categorical_axes_walk_weakest_first():
+    found = first_showing(lambda dtype: dtype == "bfloat16", ("float16", "bfloat16"))
+    assert found.threshold == "bfloat16" and found.bracket == ("float16", "bfloat16")
+
+
+def test_two_searches_share_the_settings_they_both_try():
+    axis = Axis("scale_lr", "factor", "up", 1.25, 100.0)
+    evaluated = []
+
+    def evaluate(axis, value):
+        evaluated.append(value)
+        return Point(
+            value,
+            axis.spec(value),
+            3,
+            "decided",
+            "silent",
+            "",
+            "",
+            0.9,
+            shows_outcome=value >= 20,
+            shows_symptom=value >= 3,
+        )
+
+    result = search(axis, evaluate, steps=3)
+    assert result.outcome.threshold >= 20 > result.outcome.bracket[0]
+    assert result.symptom.threshold >= 3 > result.symptom.bracket[0]
+    assert evaluated.count(100.0) == 2  # the evaluator (not this stub) remembers settings
+
+
+def test_every_axis_is_a_declared_parameter_and_runs_as_a_spec():
+    classes = operator_classes()
+    for axis in AXES:
+        assert axis.param in classes[axis.operator].parameters
+        for value in (axis.weak, axis.strong, *axis.values):
+            given = resolve(axis.spec(value)).params[axis.param]
+            assert given == (value if isinstance(value, str) else pytest.approx(value, rel=1e-2))
+    assert {a.direction for a in axes_of("scale_lr")} == {"up", "down"}
+    assert "drop_zero_grad" not in parametric()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--loop", "mlp_digits", "--operator", "nope"], "unknown operator 'nope'"),
+        (["--loop", "mlp_digits", "--operator", "drop_zero_grad"], "has no parameters"),
+        (
+            ["--loop", "mlp_digits", "--operator", "label_noise", "--direction", "down"],
+            "has no direction 'down'",
+        ),
+        (["--loop", "nope", "--operator", "label_noise"], "valid: "),
+    ],
+)
+def test_strength_cli_user_errors_are_one_line_and_exit_2(argv, message, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "strength", *argv, f"results_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert lines[0].startswith("trainwreck strength: error:")
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_detector_weakest_is_where_the_detected_tail_starts():
+    import pandas as pd
+
+    from experiments.bench.strength import _summary
+
+    table = pd.DataFrame(
+        {
+            "loop": ["l"] * 4,
+            "operator": ["scale_lr"] * 4,
+            "direction": ["up"] * 4,
+            "factor": [2.0, 5.0, 20.0, 100.0],
+        }
+    )
+    assert _summary("d", table, [False, False, True, True])["weakest detected"] == "factor=20.0"
+    gap = _summary("d", table, [True, False, True, True])
+    assert gap["weakest detected"] == "factor=20.0" and gap["monotone"] is False
+    assert _summary("d", table, [False] * 4)["weakest detected"] == "not detected"
+    assert _summary("d", table, [None, None, True, True])["tried"] == 2
