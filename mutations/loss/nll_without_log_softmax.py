@@ -7,6 +7,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    TRAINING_CONTEXTS,
     log_softmax_input,
     loss_call_kind,
     loss_calls,
@@ -30,6 +31,7 @@ class NllWithoutLogSoftmax(Operator):
     """
 
     name = "nll_without_log_softmax"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "log_softmax removed before NLLLoss: raw logits, loss unbounded below."
     expected = "breaks_training"

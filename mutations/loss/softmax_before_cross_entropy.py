@@ -7,6 +7,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
+    TRAINING_CONTEXTS,
     keyword_arg,
     loss_call_kind,
     loss_input,
@@ -30,6 +31,7 @@ class SoftmaxBeforeCrossEntropy(Swap):
     """
 
     name = "softmax_before_cross_entropy"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "Softmax applied to the logits that cross-entropy receives (double softmax)."
     expected = "degrades"

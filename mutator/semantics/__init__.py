@@ -34,6 +34,9 @@ Public API (import from ``mutator.semantics``):
 - data pipeline (``data``): train/eval roles from names (``split_role``,
   ``is_label_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
   ``is_training_loader``.
+- static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
+  eval, setup, export, plot, unknown) from where the node is; ``function_role``;
+  ``TRAINING_CONTEXTS`` for operators whose bug is in the training loss or step.
 - caches (``cache``): ``per_module``/``per_node`` memoise an analysis for one parse.
 """
 
@@ -149,6 +152,12 @@ from mutator.semantics.optim import (
     receiver_kind,
     step_closures,
 )
+from mutator.semantics.roles import (
+    CONTEXTS,
+    TRAINING_CONTEXTS,
+    function_role,
+    site_context,
+)
 from mutator.semantics.scope import (
     Assignment,
     argument_values,
@@ -198,6 +207,7 @@ __all__ = [
     "BINARY_LOSSES",
     "CLASS_INDEX_LOSSES",
     "CLASS_INDEX_LOSS_NAMES",
+    "CONTEXTS",
     "DATA_LOADERS",
     "ENABLE_GRAD",
     "EVAL_WORDS",
@@ -214,6 +224,7 @@ __all__ = [
     "SCHEDULER_CLASSES",
     "SCHEDULER_MODULE",
     "SET_GRAD_ENABLED",
+    "TRAINING_CONTEXTS",
     "TRAIN_WORDS",
     "Assignment",
     "ImportBinding",
@@ -245,6 +256,7 @@ __all__ = [
     "forward_returns_log_probs",
     "fresh_name",
     "function_call",
+    "function_role",
     "functional_loss_kind",
     "grad_switch",
     "has_class_index_loss",
@@ -309,6 +321,7 @@ __all__ = [
     "same_scope",
     "shuffle_true",
     "single_assignment",
+    "site_context",
     "split_role",
     "split_role_of",
     "start_of",
