@@ -34,13 +34,11 @@ I14 = "issue 14: "
 # script -> operator -> what the engine gets wrong today on that script.
 KNOWN_WRONG = {
     "dcgan.py": {
-        "drop_activation": "removes the generator's output Tanh (30)",
         "drop_input_normalization": "misses the [-1, 1] pixel scaling images * 2 - 1 (19)",
         "drop_input_to_device": "misses real = real.to(device) (105): 'real' is not a known input name",
         "optimizer_partial_params": "[-2:] of a two-tensor discriminator keeps every parameter (98)",
         "step_before_backward": "lands between the discriminator's two backward calls (after 115)",
         "zero_grad_after_backward": "lands between the discriminator's two backward calls (after 110)",
-        "zero_init": "zeroes BatchNorm weights (56)",
     },
     "imagenet_trainer.py": {
         "accumulate_loss_graph": "misses AverageMeter.update(loss.item(), n) (192)",
@@ -54,7 +52,6 @@ KNOWN_WRONG = {
         "validate_on_training_data": "fires on the --evaluate branch (148), not the default run",
     },
     "lbfgs_sine.py": {
-        "detach_hidden": "detaches the per-step model output (36)",
         "drop_training_data": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
         "optimizer_recreated_each_epoch": "misses LBFGS outside the steps loop (74)",
         "step_outside_batch_loop": "dedents step(closure) out of the steps loop: no batch loop exists (86)",
@@ -80,7 +77,6 @@ KNOWN_WRONG = {
     "nanogpt_trainer.py": {
         "change_batch_size": "misses the module-level batch_size = 12 (20)",
         "clip_before_backward": "misses clipping after an accumulation loop (222)",
-        "detach_hidden": "detaches one of k, q, v (87-89): no layer stops learning",
         "drop_scheduler_step": "misses the manual schedule param_group['lr'] = lr (208)",
         "dropout_too_high": "misses the module-level dropout = 0.0 (25)",
         "loss_from_item": "misses a loss returned by the model (216-217)",
@@ -89,7 +85,6 @@ KNOWN_WRONG = {
         "validate_on_training_data": "misses the val split of get_batch (67)",
         "weight_decay_too_high": "adds an AdamW default the groups override (166); misses 29/163",
         "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
-        "zero_init": "zeroes the Embedding branch (143): wpe alone, wte re-initialised via lm_head",
     },
     "rnn_digits.py": {
         "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
