@@ -56,7 +56,6 @@ KNOWN_WRONG = {
         "optimizer_recreated_each_epoch": "misses LBFGS outside the steps loop (74)",
         "step_outside_batch_loop": "dedents step(closure) out of the steps loop: no batch loop exists (86)",
         "train_val_leakage": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
-        "unshifted_lm_targets": "unshifts the test target (69), evaluation-only",
     },
     "manual_sgd_regression.py": {
         "change_batch_size": "misses the module-level batch_size = 32 (12)",
@@ -80,10 +79,8 @@ KNOWN_WRONG = {
         "drop_scheduler_step": "misses the manual schedule param_group['lr'] = lr (208)",
         "dropout_too_high": "misses the module-level dropout = 0.0 (25)",
         "loss_from_item": "misses a loss returned by the model (216-217)",
-        "scale_lr": "scales AdamW's lr= that param_groups overwrite (166); misses learning_rate (27)",
         "step_before_backward": "misses the step after an accumulation loop (223)",
         "validate_on_training_data": "misses the val split of get_batch (67)",
-        "weight_decay_too_high": "adds an AdamW default the groups override (166); misses 29/163",
         "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
     },
     "rnn_digits.py": {
@@ -101,8 +98,6 @@ KNOWN_WRONG = {
         "loss_from_item": "misses a loss returned by a training_step() method (102/116)",
         "normalize_with_full_stats": "misses mean, std over images[:n_train] (144)",
         "optimizer_recreated_each_epoch": "misses an optimizer handed to a Trainer whose fit() has the epoch loop (150)",
-        "shift_labels": "shifts the validation masks (147)",
-        "shuffle_labels": "shuffles the validation masks (147)",
     },
     "siamese.py": {
         "detach_hidden": "misses forward_once, the tower's forward (51)",

@@ -81,6 +81,12 @@ class ShiftLabels(Swap):
             def lookup(table, idx):
                 return table.x[idx], table.y[idx]
         """,
+        """
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+
+            held_out = DataLoader(TensorDataset(images[n_train:], masks[n_train:]), batch_size=128)
+        """,
     )
 
     def _getitem_index(self, node: cst.Subscript, ctx: Context) -> str | None:

@@ -9,6 +9,7 @@ from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
+    manual_lr_writes,
     number_literal,
     optimizer_class,
     with_arg_value,
@@ -33,10 +34,27 @@ class ScaleLr(Swap):
     category = "optim"
     summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
     expected = "breaks_training"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Assign)
     parameters = {"factor": Param(100.0, "multiplier applied to the learning rate")}
     variants = ({"factor": 0.01},)
     examples = (
+        # A hand-written schedule overwrites lr= before every step: it is the one site.
+        Example(
+            before="""
+                import torch
+                optimizer = torch.optim.AdamW(params, lr=6e-4)
+                while True:
+                    for param_group in optimizer.param_groups:
+                        param_group["lr"] = lr
+            """,
+            after="""
+                import torch
+                optimizer = torch.optim.AdamW(params, lr=6e-4)
+                while True:
+                    for param_group in optimizer.param_groups:
+                        param_group["lr"] = lr * 100
+            """,
+        ),
         Example(
             before="""
                 import torch
@@ -104,6 +122,12 @@ class ScaleLr(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if isinstance(node, cst.Assign):
+            if node not in manual_lr_writes(ctx):
+                return None
+            return node.with_changes(value=_times(node.value, self.params["factor"]))
+        if manual_lr_writes(ctx):
+            return None  # a hand-written schedule overwrites lr= before every step
         found = optimizer_call(node, ctx)
         if not (
             found is not None

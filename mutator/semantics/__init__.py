@@ -25,7 +25,9 @@ Public API (import from ``mutator.semantics``):
 - optimizers and schedulers (``optim``): ``OPTIMIZER_CLASSES``, ``SCHEDULER_CLASSES``,
   ``optimizer_class``, ``receiver_kind``, ``is_optimizer_step``, ``is_scheduler_step``;
   ``ADAPTIVE_OPTIMIZERS``/``adaptive_optimizer``; hand-written updates (``manual_updates``,
-  ``reads_grad``) and closures handed to ``step`` (``step_closures``).
+  ``reads_grad``) and closures handed to ``step`` (``step_closures``); hand-written
+  schedules (``manual_lr_writes``) and parameter groups (``group_dicts``, ``group_sets``,
+  ``every_group_sets``).
 - grad mode (``grad_mode``): ``grad_switch`` (False off / True on / None no effect),
   ``disables_grad``, ``in_no_grad`` (innermost switch decides; ``inference_mode(False)``
   does not re-enable gradients, ``set_grad_enabled(False)`` disables them).
@@ -144,8 +146,12 @@ from mutator.semantics.optim import (
     adaptive_optimizer,
     class_kind,
     constructor_kind,
+    every_group_sets,
+    group_dicts,
+    group_sets,
     is_optimizer_step,
     is_scheduler_step,
+    manual_lr_writes,
     manual_updates,
     optimizer_class,
     reads_grad,
@@ -251,6 +257,7 @@ __all__ = [
     "dotted_name",
     "dotted_names_in",
     "enclosing_function",
+    "every_group_sets",
     "expression_call",
     "find_arg",
     "forward_returns_log_probs",
@@ -259,6 +266,8 @@ __all__ = [
     "function_role",
     "functional_loss_kind",
     "grad_switch",
+    "group_dicts",
+    "group_sets",
     "has_class_index_loss",
     "has_star_args",
     "identifier_words",
@@ -293,6 +302,7 @@ __all__ = [
     "loss_input",
     "loss_site_kind",
     "loss_target",
+    "manual_lr_writes",
     "manual_updates",
     "mentions",
     "method_call",

@@ -73,12 +73,55 @@ def bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
     return None
 
 
+def _slice_bound(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """("head", K) for ``X[:K]``, ("tail", K) for ``X[K:]``."""
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return None
+    part = node.slice[0].slice
+    if not isinstance(part, cst.Slice) or part.step is not None:
+        return None
+    if part.lower is None and part.upper is not None:
+        return "head", part.upper
+    if part.lower is not None and part.upper is None:
+        return "tail", part.lower
+    return None
+
+
+def _slice_role(node: cst.CSTNode) -> str | None:
+    """The split a slice takes, from its size's name: ``X[:n_train]`` and ``X[n_val:]`` are
+    training data, ``X[n_train:]`` held out. For a call, the slices it is given agree."""
+    if isinstance(node, cst.Call):
+        roles = {_slice_role(arg.value) for arg in node.args} - {None}
+        return roles.pop() if len(roles) == 1 else None
+    bound = _slice_bound(node)
+    if bound is None:
+        return None
+    side, size = bound
+    named = split_role(code_of(size))
+    if named is None:
+        return None
+    flipped = {"train": "eval", "eval": "train"}
+    return named if side == "head" else flipped[named]
+
+
+def _text_without_slices(node: cst.CSTNode) -> str:
+    """The code of ``node`` with slice bounds left out: ``n_train`` in ``X[n_train:]`` is a
+    size, not the split's name."""
+    if isinstance(node, cst.Subscript) and _slice_bound(node) is not None:
+        return _text_without_slices(node.value)
+    if isinstance(node, cst.Call):
+        return " ".join(
+            [code_of(node.func), *(_text_without_slices(arg.value) for arg in node.args)]
+        )
+    return code_of(node)
+
+
 @per_node
 def split_role_of(node: cst.CSTNode, ctx: Context) -> str | None:
     """train/eval from the expression itself, else from what it is assigned to or passed into."""
     current: cst.CSTNode | None = node
     while current is not None and not isinstance(current, cst.BaseStatement):
-        role = split_role(code_of(current))
+        role = _slice_role(current) or split_role(_text_without_slices(current))
         if role is not None:
             return role
         target = bound_target(current, ctx)
