@@ -86,15 +86,11 @@ KNOWN_WRONG = {
     "rnn_digits.py": {
         "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
         "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (75)",
-        "label_noise": "corrupts to_dataset, shared with the test split (76); misses 101",
         "nll_without_log_softmax": "misses log_softmax in forward() with nll_loss in train() (36)",
         "no_shuffle": "misses shuffle=True in the train_kwargs dict (95)",
         "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (110)",
-        "shift_labels": "shifts to_dataset, shared with the test split (76); misses 101",
-        "shuffle_labels": "shuffles to_dataset, shared with the test split (76); misses 101",
     },
     "segmentation_callbacks.py": {
-        "drop_load_state_dict": "deletes the restore of the best epoch's weights after training (83), not a resume",
         "loss_from_item": "misses a loss returned by a training_step() method (102/116)",
         "normalize_with_full_stats": "misses mean, std over images[:n_train] (144)",
         "optimizer_recreated_each_epoch": "misses an optimizer handed to a Trainer whose fit() has the epoch loop (150)",
@@ -114,7 +110,6 @@ KNOWN_WRONG = {
     "word_lm.py": {
         "change_batch_size": "misses batchify(data, args.batch_size) (80)",
         "drop_input_to_device": "misses batchify's .to(device) (76)",
-        "drop_load_state_dict": "deletes the best-model reload for testing (184), not a resume",
         "drop_optimizer_step": "misses the hand-written update p.data.add_(p.grad, alpha=-lr) (162)",
         "drop_scheduler_step": "misses the manual annealing lr /= 4.0 (181)",
         "nll_without_log_softmax": "misses log_softmax returned from forward() (108)",

@@ -37,7 +37,7 @@ Public API (import from ``mutator.semantics``):
   ``is_label_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
   ``is_training_loader``.
 - static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
-  eval, setup, export, plot, unknown) from where the node is; ``function_role``;
+  eval, setup, export, plot, unknown) from where the node is; ``function_role``; ``after_training_loop``;
   ``TRAINING_CONTEXTS`` for operators whose bug is in the training loss or step.
 - caches (``cache``): ``per_module``/``per_node`` memoise an analysis for one parse.
 """
@@ -161,6 +161,7 @@ from mutator.semantics.optim import (
 from mutator.semantics.roles import (
     CONTEXTS,
     TRAINING_CONTEXTS,
+    after_training_loop,
     function_role,
     site_context,
 )
@@ -237,6 +238,7 @@ __all__ = [
     "ImportTable",
     "Resolution",
     "adaptive_optimizer",
+    "after_training_loop",
     "argument_values",
     "as_factor",
     "as_receiver",

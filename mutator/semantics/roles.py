@@ -221,6 +221,18 @@ def _eval_only_criterion(node: cst.CSTNode, ctx: Context) -> bool:
     return bool(uses) and all(site_context(use, ctx) == "eval" for use in uses)
 
 
+def after_training_loop(node: cst.CSTNode, ctx: Context) -> bool:
+    """Does a loop that runs training steps come before ``node`` in a block around it (the
+    reload of the best weights for testing, not a resume)?"""
+    statement = ctx.statement_of(node)
+    while statement is not None:
+        for earlier in ctx.preceding_statements(statement):
+            if isinstance(earlier, (cst.For, cst.While)) and _drives_training(earlier, ctx):
+                return True
+        statement = ctx.enclosing(statement, cst.BaseCompoundStatement)
+    return False
+
+
 def _is_grad_block(node: cst.CSTNode, ctx: Context) -> bool:
     """A ``with torch.no_grad():`` statement belongs to the code it wraps."""
     return isinstance(node, cst.With) and in_no_grad(node.body, ctx)
