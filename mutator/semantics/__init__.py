@@ -26,7 +26,8 @@ Public API (import from ``mutator.semantics``):
   ``optimizer_class``, ``receiver_kind``, ``is_optimizer_step``, ``is_scheduler_step``;
   ``ADAPTIVE_OPTIMIZERS``/``adaptive_optimizer``; hand-written updates (``manual_updates``,
   ``reads_grad``) and closures handed to ``step`` (``step_closures``); hand-written
-  schedules (``manual_lr_writes``) and parameter groups (``group_dicts``, ``group_sets``,
+  schedules (``manual_lr_writes``), the hand-written step as a statement
+  (``is_manual_step``, ``is_manual_step_block``, ``is_manual_zero_grad``) and parameter groups (``group_dicts``, ``group_sets``,
   ``every_group_sets``).
 - grad mode (``grad_mode``): ``grad_switch`` (False off / True on / None no effect),
   ``disables_grad``, ``in_no_grad`` (innermost switch decides; ``inference_mode(False)``
@@ -149,6 +150,9 @@ from mutator.semantics.optim import (
     every_group_sets,
     group_dicts,
     group_sets,
+    is_manual_step,
+    is_manual_step_block,
+    is_manual_zero_grad,
     is_optimizer_step,
     is_scheduler_step,
     manual_lr_writes,
@@ -282,6 +286,9 @@ __all__ = [
     "is_data_loader",
     "is_false",
     "is_label_name",
+    "is_manual_step",
+    "is_manual_step_block",
+    "is_manual_zero_grad",
     "is_method_call",
     "is_model",
     "is_module_class",

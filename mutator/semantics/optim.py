@@ -271,3 +271,47 @@ def every_group_sets(call: cst.Call, ctx: Context, key: str) -> bool:
     """Does every parameter group override the constructor's ``key`` (``weight_decay``)?"""
     groups = group_dicts(call, ctx)
     return bool(groups) and all(group_sets(g, key) is not None for g in groups)  # type: ignore[union-attr]
+
+
+def is_manual_step(statement: cst.CSTNode, ctx: Context) -> bool:
+    """A statement line that is one hand-written update (``p.data.add_(p.grad, alpha=-lr)``,
+    ``p -= lr * p.grad``): the optimizer step of a script without an optimizer."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    update = small.value if isinstance(small, cst.Expr) else small
+    return any(update is found for found in manual_updates(ctx))
+
+
+def _calls_backward(node: cst.CSTNode, ctx: Context) -> bool:
+    return any(method_name(call) == "backward" for call in ctx.nodes_within(node, cst.Call))  # type: ignore[arg-type]
+
+
+def is_manual_step_block(statement: cst.CSTNode, ctx: Context) -> bool:
+    """The largest statement around a hand-written update that runs no backward()
+    (``with torch.no_grad(): for p in model.parameters(): ...``): the step as a whole,
+    to move or dedent like ``optimizer.step()``."""
+    if not isinstance(statement, (cst.With, cst.For)) or _calls_backward(statement, ctx):
+        return False
+    if not any(ctx.within(statement, update) for update in manual_updates(ctx)):
+        return False
+    owner = ctx.enclosing(statement, (cst.BaseCompoundStatement, cst.FunctionDef))
+    return owner is not None and _calls_backward(owner, ctx)
+
+
+def is_manual_zero_grad(statement: cst.CSTNode) -> bool:
+    """``p.grad.zero_()``, ``p.grad.data.zero_()`` or ``p.grad = None`` on one line."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        name = dotted_name(small.value.func) or ""
+        return name.endswith((".grad.zero_", ".grad.data.zero_"))
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = dotted_name(small.targets[0].target) or ""
+        return (
+            target.endswith(".grad")
+            and isinstance(small.value, cst.Name)
+            and small.value.value == "None"
+        )
+    return False
