@@ -58,9 +58,7 @@ KNOWN_WRONG = {
         "train_val_leakage": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
     },
     "manual_sgd_regression.py": {
-        "change_batch_size": "misses the module-level batch_size = 32 (12)",
         "normalize_with_full_stats": "misses statistics over x[train_idx] (31)",
-        "scale_lr": "misses the module-level lr = 0.05 (11)",
         "step_before_backward": "moves the no_grad update block above backward() as expected, but the "
         "diff keeps the block and moves backward, so the landing reads as after 54",
         "zero_grad_after_backward": "misses param.grad.zero_() (58)",
@@ -72,10 +70,8 @@ KNOWN_WRONG = {
         "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (101)",
     },
     "nanogpt_trainer.py": {
-        "change_batch_size": "misses the module-level batch_size = 12 (20)",
         "clip_before_backward": "misses clipping after an accumulation loop (222)",
         "drop_scheduler_step": "misses the manual schedule param_group['lr'] = lr (208)",
-        "dropout_too_high": "misses the module-level dropout = 0.0 (25)",
         "loss_from_item": "misses a loss returned by the model (216-217)",
         "step_before_backward": "misses the step after an accumulation loop (223)",
         "validate_on_training_data": "misses the val split of get_batch (67)",

@@ -9,6 +9,7 @@ from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
+    hyperparameter_constants,
     manual_lr_writes,
     number_literal,
     optimizer_class,
@@ -38,6 +39,19 @@ class ScaleLr(Swap):
     parameters = {"factor": Param(100.0, "multiplier applied to the learning rate")}
     variants = ({"factor": 0.01},)
     examples = (
+        # No optimizer: the module-level constant the hand-written update reads is the lr.
+        Example(
+            before="""
+                lr = 0.05
+                for p in model.parameters():
+                    p.data.add_(-lr * p.grad)
+            """,
+            after="""
+                lr = 5.0
+                for p in model.parameters():
+                    p.data.add_(-lr * p.grad)
+            """,
+        ),
         # A hand-written schedule overwrites lr= before every step: it is the one site.
         Example(
             before="""
@@ -123,9 +137,13 @@ class ScaleLr(Swap):
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if isinstance(node, cst.Assign):
-            if node not in manual_lr_writes(ctx):
-                return None
-            return node.with_changes(value=_times(node.value, self.params["factor"]))
+            if node in manual_lr_writes(ctx) or (
+                # ``lr = 0.05`` at module level feeding a hand-written update
+                not any(optimizer_class(call, ctx) for call in ctx.nodes(cst.Call))
+                and any(node is c for c in hyperparameter_constants(ctx, "lr"))
+            ):
+                return node.with_changes(value=_times(node.value, self.params["factor"]))
+            return None
         if manual_lr_writes(ctx):
             return None  # a hand-written schedule overwrites lr= before every step
         found = optimizer_call(node, ctx)

@@ -40,6 +40,9 @@ Public API (import from ``mutator.semantics``):
 - static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
   eval, setup, export, plot, unknown) from where the node is; ``function_role``; ``after_training_loop``;
   ``TRAINING_CONTEXTS`` for operators whose bug is in the training loss or step.
+- hyperparameters as module-level constants (``hyperparams``):
+  ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
+  ``weight_decay``.
 - caches (``cache``): ``per_module``/``per_node`` memoise an analysis for one parse.
 """
 
@@ -97,6 +100,7 @@ from mutator.semantics.grad_mode import (
     grad_switch,
     in_no_grad,
 )
+from mutator.semantics.hyperparams import hyperparameter_constants
 from mutator.semantics.losses import (
     ALL_FUNCTIONAL_LOSSES,
     BINARY_LOSSES,
@@ -276,6 +280,7 @@ __all__ = [
     "group_sets",
     "has_class_index_loss",
     "has_star_args",
+    "hyperparameter_constants",
     "identifier_words",
     "identifiers_in",
     "imports",
