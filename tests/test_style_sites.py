@@ -66,7 +66,6 @@ KNOWN_WRONG = {
     },
     "mnist_nll.py": {
         "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (90)",
-        "nll_without_log_softmax": "misses log_softmax in forward() with nll_loss in train() (38)",
         "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (101)",
     },
     "nanogpt_trainer.py": {
@@ -80,7 +79,6 @@ KNOWN_WRONG = {
     "rnn_digits.py": {
         "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
         "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (75)",
-        "nll_without_log_softmax": "misses log_softmax in forward() with nll_loss in train() (36)",
         "no_shuffle": "misses shuffle=True in the train_kwargs dict (95)",
         "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (110)",
     },
@@ -105,7 +103,6 @@ KNOWN_WRONG = {
         "change_batch_size": "misses batchify(data, args.batch_size) (80)",
         "drop_input_to_device": "misses batchify's .to(device) (76)",
         "drop_scheduler_step": "misses the manual annealing lr /= 4.0 (181)",
-        "nll_without_log_softmax": "misses log_softmax returned from forward() (108)",
         "scale_lr": "misses the hand-written update's lr (162/169)",
         "zero_init": "misses a model without optimizer (116)",
     },
