@@ -45,7 +45,6 @@ KNOWN_WRONG = {
         "label_noise": "misses the training targets passed to a Dataset class (124)",
         "low_precision_loss": "misses criterion passed into train() (189)",
         "no_shuffle": "misses shuffle=(train_sampler is None) (138)",
-        "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (156)",
         "shuffle_labels": "misses the training targets passed to a Dataset class (124)",
         "skip_val_normalization": "misses the validation transform pipeline (126)",
         "swap_loss_arguments": "misses criterion passed into train() (189)",
@@ -66,7 +65,6 @@ KNOWN_WRONG = {
     },
     "mnist_nll.py": {
         "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (90)",
-        "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (101)",
     },
     "nanogpt_trainer.py": {
         "clip_before_backward": "misses clipping after an accumulation loop (222)",
@@ -80,7 +78,6 @@ KNOWN_WRONG = {
         "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
         "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (75)",
         "no_shuffle": "misses shuffle=True in the train_kwargs dict (95)",
-        "scheduler_step_per_batch": "misses StepLR stepped in main(), batch loop in train() (110)",
     },
     "segmentation_callbacks.py": {
         "loss_from_item": "misses a loss returned by a training_step() method (102/116)",
