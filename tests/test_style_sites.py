@@ -75,9 +75,7 @@ KNOWN_WRONG = {
         "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
     },
     "rnn_digits.py": {
-        "change_batch_size": "misses batch_size in the train_kwargs dict (95)",
         "drop_input_normalization": "misses (images / 16.0 - 0.3) / 0.4 (75)",
-        "no_shuffle": "misses shuffle=True in the train_kwargs dict (95)",
     },
     "segmentation_callbacks.py": {
         "loss_from_item": "misses a loss returned by a training_step() method (102/116)",

@@ -16,6 +16,7 @@ from mutator.semantics import (
     is_training_loader,
     number_literal,
     number_value,
+    training_loader_setting,
     with_arg_value,
 )
 
@@ -37,10 +38,23 @@ class ChangeBatchSize(Swap):
     category = "optim"
     summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
     expected = "degrades"
-    node_types = (cst.Call, cst.Assign)
+    node_types = (cst.Call, cst.Assign, cst.DictElement)
     parameters = {"factor": Param(8.0, "multiplier applied to batch_size")}
     variants = ({"factor": 0.125},)
     examples = (
+        # A kwargs dict the training DataLoader unpacks.
+        Example(
+            before="""
+                from torch.utils.data import DataLoader
+                train_kwargs = {"batch_size": 64, "shuffle": True}
+                train_loader = DataLoader(train_ds, **train_kwargs)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                train_kwargs = {"batch_size": 512, "shuffle": True}
+                train_loader = DataLoader(train_ds, **train_kwargs)
+            """,
+        ),
         # Hand-made batches from a module-level constant: the constant is the setting.
         Example(
             before="""
@@ -127,6 +141,10 @@ class ChangeBatchSize(Swap):
         return size if is_training_loader(node, ctx) else None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if isinstance(node, cst.DictElement):  # ``train_kwargs = {"batch_size": 64}``
+            if node in training_loader_setting(ctx, "batch_size"):
+                return node.with_changes(value=self._scaled(node.value))
+            return None
         if isinstance(node, cst.Assign):
             # ``batch_size = 12`` at module level, when no DataLoader takes the size.
             if not any(is_data_loader(call, ctx) for call in ctx.nodes(cst.Call)) and any(

@@ -65,6 +65,7 @@ from mutator.semantics.data import (
     shuffle_true,
     split_role,
     split_role_of,
+    training_loader_setting,
 )
 from mutator.semantics.edits import (
     as_factor,
@@ -351,6 +352,7 @@ __all__ = [
     "start_of",
     "starts_before",
     "step_closures",
+    "training_loader_setting",
     "unpacked_values",
     "unwrap_calls",
     "uses_loss",

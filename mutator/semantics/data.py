@@ -7,9 +7,10 @@ import re
 import libcst as cst
 
 from mutator.context import Context
-from mutator.semantics.cache import per_node
+from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.edits import code_of
 from mutator.semantics.names import resolve
+from mutator.semantics.scope import assigned_values
 from mutator.semantics.syntax import find_arg, is_true
 
 # -- roles from names -------------------------------------------------------------------------
@@ -166,3 +167,34 @@ def is_training_loader(node: cst.CSTNode, ctx: Context) -> bool:
         return False
     role = loader_role(node, ctx)
     return role != "eval" and (shuffle_true(node) is not None or role == "train")  # type: ignore[arg-type]
+
+
+@per_module
+def _training_loader_kwargs(ctx: Context) -> list[cst.Dict]:
+    """Dict literals handed to a training DataLoader as ``**train_kwargs``."""
+    found = []
+    for call in ctx.nodes(cst.Call):
+        if not is_data_loader(call, ctx) or loader_role(call, ctx) != "train":
+            continue
+        for arg in call.args:  # type: ignore[attr-defined]
+            if arg.star != "**" or not isinstance(arg.value, cst.Name):
+                continue
+            values = assigned_values(ctx, arg.value.value)
+            if len(values) == 1 and isinstance(values[0], cst.Dict):
+                found.append(values[0])
+    return found
+
+
+def training_loader_setting(ctx: Context, key: str) -> list[cst.DictElement]:
+    """The ``"key": value`` entries of kwargs dicts a training DataLoader unpacks
+    (``train_kwargs = {"batch_size": 64, "shuffle": True}``)."""
+    entries = []
+    for kwargs in _training_loader_kwargs(ctx):
+        for element in kwargs.elements:
+            if (
+                isinstance(element, cst.DictElement)
+                and isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value == key
+            ):
+                entries.append(element)
+    return entries
