@@ -82,7 +82,15 @@ CATALOG_FILES = (
 # stored run, without the loops' class counts).
 CARRIED_FILES = (*INTERACTION_FILES, "sweep.json")
 CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
-_LIST_FIELDS = ("operators", "categories", "params", "lines", "mutant_lines", "argv")
+_LIST_FIELDS = (
+    "operators",
+    "categories",
+    "contexts",
+    "params",
+    "lines",
+    "mutant_lines",
+    "argv",
+)
 
 Curve = tuple[np.ndarray, np.ndarray]  # (steps, values)
 
@@ -306,6 +314,7 @@ def _judged(runs: list[LoadedRun]):
     frame.loc[noop_rows, "operator"] = NOOP
     frame.loc[noop_rows, "variant"] = NOOP
     frame.loc[noop_rows, "site"] = ""
+    frame.loc[noop_rows, "context"] = ""
     operators = operator_info(list(frame["operator"].unique()) if len(frame) else [])
     frame["category"] = [
         _category(row_operator, row_categories, operators)
@@ -361,6 +370,8 @@ def _runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
         row["operator"] = operator_name(row["identity"], row["operators"])
         row["variant"] = variant_label(row["identity"], row["operator"])
         row["site"] = site_label(row["identity"])
+        # Where the mutated code is (mutator.semantics.roles); "" for the reference.
+        row["context"] = "+".join(dict.fromkeys(row["contexts"]))
         row["folder"] = str(run.folder)
         row["loss_source"] = run.loss_source
         row.update(run.features)
@@ -372,6 +383,7 @@ def _runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
         "operator",
         "variant",
         "site",
+        "context",
         "seed",
         "device",
         "status",

@@ -171,7 +171,8 @@ def _mutate_file(args: argparse.Namespace, target: str | None = None) -> int:
         first = group[0]
         identity = "+".join(site.identity for site in group)
         names = "+".join(site.operator.label for site in group)
-        print(f"{args.file}:{first.line}:{first.column + 1} {names} {identity}")
+        contexts = "+".join(site.context for site in group)
+        print(f"{args.file}:{first.line}:{first.column + 1} {names} {identity} [{contexts}]")
     print(f"{len(groups)} mutants", file=sys.stderr)
     return 0
 

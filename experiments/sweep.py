@@ -317,6 +317,7 @@ def _mutants(
                 "identity": site.identity,
                 "operators": [site.operator.name],
                 "categories": [site.operator.category],
+                "contexts": [site.context],
                 "params": [dict(site.operator.params)],
                 "lines": [site.line],
                 "target": target,

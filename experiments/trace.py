@@ -68,6 +68,7 @@ RESULT_FIELDS = (
     "identity",  # mutant identity, or "none" for the unmutated script
     "operators",  # list of operator names ([] when unmutated)
     "categories",
+    "contexts",  # each part's static site context: train/eval/setup/export/plot/unknown
     "params",
     "lines",  # original lines the mutation touched
     "mutant_lines",

@@ -22,6 +22,7 @@ from mutator.context import Context
 from mutator.cst_internals import code_at_depth, statement_offsets
 from mutator.diff import unified_diff
 from mutator.operator import Edits, Operator, Replacement
+from mutator.semantics.roles import site_context
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
 PART_SEPARATOR = "+"
@@ -53,6 +54,8 @@ class Site:
     target: str
     edits: dict[int, tuple[cst.CSTNode, Replacement]] = field(repr=False, default_factory=dict)
     footprint: tuple[Span, ...] = ()
+    # Where the site is: train | eval | setup | export | plot | unknown (semantics.roles).
+    context: str = "unknown"
 
     @property
     def identity(self) -> str:
@@ -74,6 +77,7 @@ class Mutant:
     lines: tuple[int, ...]  # lines of the original that changed (or precede an insertion)
     mutant_lines: tuple[int, ...]  # the same places, numbered in the mutated source
     params: tuple[dict[str, Any], ...] = ()
+    contexts: tuple[str, ...] = ()  # each part's static context (``Site.context``)
 
     def manifest_entry(self) -> dict[str, Any]:
         return {
@@ -82,6 +86,7 @@ class Mutant:
             "operators": list(self.operators),
             "categories": list(self.categories),
             "params": [dict(p) for p in self.params],
+            "contexts": list(self.contexts),
             "lines": list(self.lines),
             "mutant_lines": list(self.mutant_lines),
             "sha256": self.sha256,
@@ -175,11 +180,15 @@ class SourceFile:
                         )
         candidates.sort(key=lambda item: (item[0], item[1]))
         for (line, column), _, operator, node, edits in candidates:
+            context = site_context(node, ctx)
+            if context not in operator.contexts:
+                continue  # e.g. a slice in a plotting helper is no training data
             scope = self._scope_of.get(id(node), "<module>")
             key = (scope, operator.label)
             ordinal = counters[key]
             counters[key] += 1
             site = Site(operator, node, scope, ordinal, line, column, self.target)
+            site.context = context
             self._set_edits(site, edits)
             if self._skipped(site):
                 continue
@@ -235,6 +244,7 @@ class SourceFile:
             lines=lines,
             mutant_lines=mutant_lines,
             params=tuple(dict(site.operator.params) for site in sites),
+            contexts=tuple(site.context for site in sites),
         )
 
     def _edits_and_path(self, sites: Sequence[Site]):

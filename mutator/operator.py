@@ -126,6 +126,10 @@ class Operator(ABC):
     variants: ClassVar[tuple[Mapping[str, Any], ...]] = ()
     examples: ClassVar[tuple[Example, ...]] = ()
     non_examples: ClassVar[tuple[str, ...]] = ()
+    # Static contexts (``mutator.semantics.roles.CONTEXTS``) where this bug can be: the engine
+    # drops sites elsewhere. Plotting and export code never run the training the bug names;
+    # operators on the training loss or step leave out ``eval`` too.
+    contexts: ClassVar[frozenset[str]] = frozenset({"train", "eval", "setup", "unknown"})
 
     def __init__(self, **params: Any) -> None:
         unknown = set(params) - set(self.parameters)

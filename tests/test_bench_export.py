@@ -45,6 +45,7 @@ def test_bundle_has_sources_truth_traces_index_and_readme(tmp_path: Path, loop: 
     assert entry["mutant_lines"] == list(mutant.mutant_lines) and entry["categories"] == [
         "gradient"
     ]
+    assert entry["contexts"] == list(mutant.contexts) == ["train"]  # where the site is
     index = pd.read_parquet(bundle / "index.parquet")
     assert sorted(index["kind"].unique()) == ["clean", "mutant", "run"]
     assert (bundle / "traces" / "ab01" / "trace.jsonl").exists()

@@ -227,3 +227,28 @@ def test_report_on_a_full_size_catalog_is_fast(tmp_path):
         f"\ncold {cold:.1f} s, warm {warm:.1f} s, report {os.path.getsize(second.files['report.html']) / 1e6:.1f} MB"
     )
     assert warm < 30.0
+
+
+def test_runs_and_symptoms_carry_the_sites_static_context(tmp_path):
+    """``contexts`` in result.json (one per mutant part) becomes a ``context`` column."""
+    for seed in REFERENCE_SEEDS:
+        write_run(tmp_path, RunSpec("healthy", seed, steps=60))
+    for seed in (0, 1):
+        write_run(
+            tmp_path,
+            RunSpec(
+                "diverge",
+                seed,
+                steps=60,
+                identity="toy_mlp.py::evaluate::swap_loss_arguments#0",
+                operators=("swap_loss_arguments",),
+                extra_result={"contexts": ["eval"]},
+            ),
+        )
+    tables = build_tables(load_runs(tmp_path))
+    runs = tables.runs
+    mutant_rows = runs["operator"] == "swap_loss_arguments"
+    assert (runs.loc[mutant_rows, "context"] == "eval").all()
+    assert (runs.loc[runs["role"] == "reference", "context"] == "").all()
+    symptoms = tables.symptoms.set_index("operator")
+    assert symptoms.loc["swap_loss_arguments", "context"] == "eval"

@@ -37,11 +37,12 @@ def test_mutate_lists_sites_flake8_style(capsys):
     code, out, err = run(capsys, "mutate", str(STYLE), "--operator", "drop_zero_grad")
     assert code == 0
     line = out.strip().splitlines()[0]
-    location, name, identity = line.split(" ")
+    location, name, identity, context = line.split(" ")
     path, lineno, col = location.rsplit(":", 2)
     assert path == str(STYLE) and int(lineno) > 0 and int(col) > 0
     assert name == "drop_zero_grad"
     assert identity == "trainer_class.py::Trainer.train_step::drop_zero_grad#0"
+    assert context == "[train]"  # the static context of the site (semantics.roles)
     assert "1 mutants" in err
 
 
@@ -66,6 +67,10 @@ def test_mutate_out_writes_files_and_manifest(tmp_path, capsys):
             and entry["sha256"]
             and entry["identity"].startswith("trainer_class.py::")
         )
+        assert len(entry["contexts"]) == len(entry["parts"])
+    by_identity = {e["identity"]: e["contexts"] for e in manifest["mutants"]}
+    assert by_identity["trainer_class.py::Trainer.train_step::drop_zero_grad#0"] == ["train"]
+    assert by_identity["trainer_class.py::Trainer.evaluate::drop_no_grad#0"] == ["eval"]
     assert STYLE.read_bytes() == before
     # refuses to write into a non-empty folder, leaving it as it was
     code, _, err = run(capsys, "mutate", str(STYLE), "--out", str(out_dir))

@@ -88,5 +88,19 @@ def main() -> None:
     sys.exit(1 if differences else 0)
 
 
+def test_no_two_operators_make_the_same_mutant():
+    """Honest sets (issue 14): two operators whose mutants are byte-identical at a site are
+    one bug counted twice (train_val_leakage and validate_on_training_data once were)."""
+    stored = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    twins = []
+    for script, rows in stored.items():
+        by_source: dict[str, set[str]] = {}
+        for identity, digest in rows:
+            operator = identity.rsplit("::", 1)[-1].split("#")[0].split("(")[0]
+            by_source.setdefault(digest, set()).add(operator)
+        twins += [f"{script}: {sorted(ops)}" for ops in by_source.values() if len(ops) > 1]
+    assert not twins, twins
+
+
 if __name__ == "__main__":
     main()

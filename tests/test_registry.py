@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -110,3 +111,22 @@ def test_a_numeric_parameter_must_declare_its_range():
 
             def plan(self, node, ctx):
                 return None
+
+
+# "65 operators", "65 mutation operators", "(LibCST, 65 of them": a count written in prose.
+_OPERATOR_COUNT = re.compile(
+    r"\b(\d+) (?:mutation )?operators\b|\b(\d+) of them in \d+ categories", re.IGNORECASE
+)
+
+
+def test_docs_state_no_operator_count_other_than_the_registrys():
+    """Counts in README and docs come from the registry: a number written there must be
+    ``len(registry)`` (issue 14: the README said 65 while the CLI listed 64)."""
+    root = Path(__file__).resolve().parent.parent
+    count = len(operator_classes())
+    for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for match in _OPERATOR_COUNT.finditer(path.read_text(encoding="utf-8")):
+            stated = int(match.group(1) or match.group(2))
+            assert stated == count, (
+                f"{path.name}: says {match.group(0)!r}, the registry has {count}"
+            )

@@ -33,6 +33,7 @@ class Truth:
     categories: tuple[str, ...] = ()
     lines: tuple[int, ...] = ()
     mutant_lines: tuple[int, ...] = ()
+    contexts: tuple[str, ...] = ()  # each part's static site context (semantics.roles)
 
     @property
     def clean(self) -> bool:
@@ -102,6 +103,7 @@ def source_cases(
                     mutant.categories,
                     mutant.lines,
                     mutant.mutant_lines,
+                    mutant.contexts,
                 )
                 script = ScriptInput(mutant.source, relative, loop, argv, seed)
                 cases.append(Case(f"{loop}/{mutant.identity}", loop, truth, script))
@@ -128,6 +130,7 @@ def run_cases(results_dir: str | Path, loops: Sequence[str] | None = None) -> li
             tuple(result.get("categories") or ()),
             tuple(result.get("lines") or ()),
             tuple(result.get("mutant_lines") or ()),
+            tuple(result.get("contexts") or ()),
         )
         seed = result.get("seed")
         run_id = result.get("run_id") or f"{loop}/{identity}/seed{seed}"

@@ -31,7 +31,8 @@ for evaluating bug detectors without installing trainwreck.
 - `clean/<loop>.py`: the unmutated reference loops (a detector should report nothing).
 - `mutants/<loop>/*.py`: one injected bug per file.
 - `ground_truth.jsonl`: per mutant file: `identity`, `target` (the file it changes),
-  `operators`, `categories`, `lines` (lines of the original that changed) and
+  `operators`, `categories`, `contexts` (where each changed site is: train, eval,
+  setup, export, plot or unknown), `lines` (lines of the original that changed) and
   `mutant_lines` (the same places in the mutant). Runs whose mutated lines never
   executed (status `unreached`) are left out: they show no bug.
 - `traces/<key>/`: stored runs (`result.json`: status, operators, categories, seed...;
@@ -101,6 +102,7 @@ def _write_sources(root: Path, cases: list[Case]) -> list[dict[str, Any]]:
                 "categories": list(truth.categories),
                 "lines": list(truth.lines),
                 "mutant_lines": list(truth.mutant_lines),
+                "contexts": list(truth.contexts),
                 "seed": None,
                 "status": None,
             }
@@ -132,6 +134,7 @@ def _write_runs(root: Path, runs: list[Case]) -> list[dict[str, Any]]:
                 "categories": list(truth.categories),
                 "lines": list(truth.lines),
                 "mutant_lines": list(truth.mutant_lines),
+                "contexts": list(truth.contexts),
                 "seed": case.seed,
                 "status": case.result.get("status"),
             }
@@ -155,7 +158,7 @@ def _write_index(root: Path, rows: list[dict[str, Any]]) -> None:
     )
     frame.to_parquet(root / "index.parquet", index=False)
     flat = frame.copy()
-    for column in ("operators", "categories", "lines", "mutant_lines"):
+    for column in ("operators", "categories", "lines", "mutant_lines", "contexts"):
         if column in flat:
             flat[column] = flat[column].map(
                 lambda v: " ".join(map(str, v)) if isinstance(v, list) else ""

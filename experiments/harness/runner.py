@@ -655,6 +655,7 @@ def _result_row(
         "identity": spec.identity,
         "operators": list(mutant.get("operators", [])),
         "categories": list(mutant.get("categories", [])),
+        "contexts": list(mutant.get("contexts", [])),
         "params": list(mutant.get("params", [])),
         "lines": list(mutant.get("lines", [])),
         "mutant_lines": list(mutant.get("mutant_lines", [])),

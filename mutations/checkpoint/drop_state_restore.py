@@ -7,8 +7,13 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
+    after_training_loop,
+    code_of,
+    expression_call,
+    find_arg,
     method_statement_receiver,
     receiver_kind,
+    values_of,
 )
 
 # Objects whose state is not the model's: everything else that loads a state dict is
@@ -136,12 +141,47 @@ class DropLoadStateDict(_DropStateRestore):
             lr_scheduler.load_state_dict(state['sched'])
         """,
         "scaler.load_state_dict(state['scaler'])\n",
+        # The best epoch's weights put back for testing: no resume.
+        """
+            import copy
+            best_state = copy.deepcopy(model.state_dict())
+            for epoch in range(epochs):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            model.load_state_dict(best_state)
+        """,
+        """
+            import torch
+            for epoch in range(epochs):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            with open(path, "rb") as f:
+                model.load_state_dict(torch.load(f))
+        """,
         # The returned keys are used: not a plain restore line.
         "missing, unexpected = model.load_state_dict(sd, strict=False)\n",
     )
 
     def restores(self, kind: str | None) -> bool:
         return kind not in _NOT_MODEL
+
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if after_training_loop(node, ctx) or _restores_memory(node, ctx):
+            return None  # the best epoch's weights put back for testing: no resume
+        return super().swap(node, ctx)
+
+
+def _restores_memory(statement: cst.CSTNode, ctx: Context) -> bool:
+    """``model.load_state_dict(best_state)`` with ``best_state`` a copy of a live
+    ``state_dict()`` (kept in memory during this run, not loaded from a checkpoint)."""
+    call = expression_call(statement)
+    state = find_arg(call, "state_dict", 0) if call is not None else None
+    if state is None:
+        return False
+    values = values_of(state.value, ctx, statement)
+    return bool(values) and all("state_dict()" in code_of(value) for value in values)
 
 
 class DropSchedulerStateOnResume(_DropStateRestore):

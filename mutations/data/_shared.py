@@ -16,6 +16,7 @@ from mutator.semantics import (
     dotted_name,
     identifier_words,
     is_label_name,
+    is_parameter,
     is_pure,
     module_alias,
     nodes_in_scope_of,
@@ -57,9 +58,11 @@ def training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cst
         return None
     if is_tensor_dataset(call, ctx):
         # With three tensors (inputs, mask, labels? weights?) the labels are a guess.
-        if len(args) != 2:
+        if len(args) != 2 or _forwarded_parameter(call, args[1].value, ctx):
             return None
         position = 1
+    elif (forwarded := forwarded_label_position(call, ctx)) is not None:
+        position = forwarded
     elif custom:
         position = custom_dataset_label_position(call, ctx)
         if position is None:
@@ -69,6 +72,53 @@ def training_labels(call: cst.CSTNode, ctx: Context, custom: bool = True) -> cst
     if split_role_of(call, ctx) == "eval":
         return None
     return args[position]
+
+
+def _forwarded_parameter(call: cst.Call, labels: cst.BaseExpression, ctx: Context) -> bool:
+    """``def to_dataset(x, y): return TensorDataset(x, y)``: the labels are a parameter of a
+    helper the script calls, for the training and the test split alike; the site is the
+    call that passes the training labels."""
+    function = ctx.enclosing_function(call)
+    return (
+        function is not None
+        and isinstance(labels, cst.Name)
+        and is_parameter(function, labels.value)
+        and _dataset_helper(function.name.value, ctx) is function
+    )
+
+
+def _dataset_helper(name: str, ctx: Context) -> cst.FunctionDef | None:
+    """The module-level function ``name`` when it returns ``TensorDataset(a, b)``."""
+    found = [
+        f
+        for f in ctx.nodes(cst.FunctionDef)
+        if f.name.value == name
+        and ctx.enclosing_function(f) is None  # type: ignore[attr-defined]
+        and ctx.enclosing(f, cst.ClassDef) is None
+    ]
+    if len(found) != 1:
+        return None
+    returns = [r.value for r in ctx.nodes_within(found[0], cst.Return)]  # type: ignore[attr-defined]
+    return found[0] if any(is_tensor_dataset(value, ctx) for value in returns) else None  # type: ignore[return-value]
+
+
+def forwarded_label_position(call: cst.Call, ctx: Context) -> int | None:
+    """Which argument of a call of a dataset helper (``to_dataset(images, targets)``)
+    becomes the labels of the ``TensorDataset`` it returns."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    helper = _dataset_helper(call.func.value, ctx)
+    if helper is None:
+        return None
+    params = [p.name.value for p in helper.params.params]
+    for returned in ctx.nodes_within(helper, cst.Return):
+        value = returned.value  # type: ignore[attr-defined]
+        if is_tensor_dataset(value, ctx) and len(value.args) == 2:
+            labels = value.args[1].value
+            if isinstance(labels, cst.Name) and labels.value in params:
+                index = params.index(labels.value)
+                return index if index < len(call.args) else None
+    return None
 
 
 def rewritable_labels(call: cst.CSTNode, ctx: Context) -> cst.Arg | None:

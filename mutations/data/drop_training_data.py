@@ -50,6 +50,13 @@ class DropTrainingData(Operator):
     non_examples = (
         "val_idx, train_idx = perm[:n_val], perm[n_val:]\n",  # the training side is the tail
         "first = items[:3]\n",
+        """
+            def draw(predictions, n_input, path):
+                with open(path, "w") as f:
+                    for wave in predictions:
+                        observed, future = wave[:n_input], wave[n_input:]
+                        f.write(str(observed) + ";" + str(future))
+        """,
     )
 
     def _kept_bound(self, upper: cst.BaseExpression) -> cst.BaseExpression:

@@ -10,8 +10,10 @@ from mutator.semantics import (
     closed_args,
     is_data_loader,
     is_training_loader,
+    is_true,
     resolve,
     shuffle_true,
+    training_loader_setting,
     with_arg_value,
 )
 
@@ -34,8 +36,21 @@ class NoShuffle(Swap):
     category = "data"
     summary = "Train without shuffling: shuffle=True -> shuffle=False in the training loader."
     expected = "silent"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.DictElement)
     examples = (
+        # A kwargs dict the training DataLoader unpacks.
+        Example(
+            before="""
+                from torch.utils.data import DataLoader
+                train_kwargs = {"batch_size": 64, "shuffle": True}
+                train_loader = DataLoader(train_ds, **train_kwargs)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                train_kwargs = {"batch_size": 64, "shuffle": False}
+                train_loader = DataLoader(train_ds, **train_kwargs)
+            """,
+        ),
         Example(
             before="train_loader = DataLoader(train_ds, batch_size=64, shuffle=True, generator=g)\n",
             after="train_loader = DataLoader(train_ds, batch_size=64, shuffle=False, generator=g)\n",
@@ -78,6 +93,10 @@ class NoShuffle(Swap):
         return not isinstance(ctx.parent(node), cst.Subscript)
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if isinstance(node, cst.DictElement):  # ``train_kwargs = {"shuffle": True}``
+            if is_true(node.value) and node in training_loader_setting(ctx, "shuffle"):
+                return node.with_changes(value=cst.Name("False"))
+            return None
         if is_data_loader(node, ctx):
             shuffle = shuffle_true(node)
             if shuffle is None or not is_training_loader(node, ctx):

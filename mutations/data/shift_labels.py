@@ -35,6 +35,31 @@ class ShiftLabels(Swap):
     expected = "breaks_training"
     node_types = (cst.Call, cst.Subscript)
     examples = (
+        # A dataset helper used for both splits: the training call is the site.
+        Example(
+            before="""
+                from torch.utils.data import DataLoader, TensorDataset
+
+
+                def to_dataset(images, targets):
+                    return TensorDataset(images / 16.0, targets)
+
+
+                train_loader = DataLoader(to_dataset(images[:1500], targets[:1500]), shuffle=True)
+                test_loader = DataLoader(to_dataset(images[1500:], targets[1500:]))
+            """,
+            after="""
+                from torch.utils.data import DataLoader, TensorDataset
+
+
+                def to_dataset(images, targets):
+                    return TensorDataset(images / 16.0, targets)
+
+
+                train_loader = DataLoader(to_dataset(images[:1500], targets[:1500].roll(1, dims=0)), shuffle=True)
+                test_loader = DataLoader(to_dataset(images[1500:], targets[1500:]))
+            """,
+        ),
         Example(
             before="train_ds = TensorDataset(X_train, y_train)\n",
             after="train_ds = TensorDataset(X_train, y_train.roll(1, dims=0))\n",
@@ -80,6 +105,12 @@ class ShiftLabels(Swap):
         """
             def lookup(table, idx):
                 return table.x[idx], table.y[idx]
+        """,
+        """
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+
+            held_out = DataLoader(TensorDataset(images[n_train:], masks[n_train:]), batch_size=128)
         """,
     )
 

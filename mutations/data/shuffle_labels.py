@@ -98,6 +98,12 @@ class ShuffleLabels(Swap):
             import torch
             ds = TensorDataset(X, torch.tensor(labels))
         """,
+        """
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+
+            held_out = DataLoader(TensorDataset(images[n_train:], masks[n_train:]), batch_size=128)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

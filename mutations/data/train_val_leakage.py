@@ -73,6 +73,13 @@ class TrainValLeakage(Operator):
             train_loader = DataLoader(train_ds, shuffle=True)
             val_loader = DataLoader(train_ds)
         """,
+        """
+            def draw(predictions, n_input, path):
+                with open(path, "w") as f:
+                    for wave in predictions:
+                        observed, future = wave[:n_input], wave[n_input:]
+                        f.write(str(observed) + ";" + str(future))
+        """,
     )
 
     def _training_loader_dataset(self, ctx: Context) -> cst.Arg | None:

@@ -12,6 +12,7 @@ from mutator.semantics import (
     compact_code,
     nodes_in_scope_of,
     number_value,
+    split_role_of,
 )
 
 
@@ -149,10 +150,15 @@ class UnshiftedLmTargets(Swap):
         "velocity = t[1:] - t[:-1]\n",
         "x, y = a[:-1], b[1:]\n",
         "head, rest = items[:1], items[1:]\n",
+        # held-out targets: only an evaluation number changes
+        """
+            test_input = torch.from_numpy(data[:3, :-1])
+            test_target = torch.from_numpy(data[:3, 1:])
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         source = _unshifted_source(node, ctx)
-        if source is None:
-            return None
+        if source is None or split_role_of(node, ctx) == "eval":
+            return None  # held-out targets change an evaluation number, not training
         return node.with_changes(slice=source.deep_clone().slice)

@@ -189,6 +189,15 @@ class DropInputToDevice(_DropBatchToDevice):
         "model = model.to(device)\n",
         "y = y.to(device)\n",
         "x = x.to(device, dtype=torch.float16)\n",
+        """
+            import torch
+
+
+            def export_onnx(model, path, device):
+                model.eval()
+                images = torch.randn(1, 3, 8, 8).to(device)
+                torch.onnx.export(model, images, path)
+        """,
     )
 
 

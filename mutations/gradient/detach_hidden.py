@@ -123,6 +123,29 @@ class DetachHidden(Swap):
                     out = self.lstm(x)
                     return self.fc(out[0])[:n]
         """,
+        # One part of a split output: the layer still learns through the other parts.
+        """
+            class Attention(nn.Module):
+                def forward(self, x):
+                    q, k, v = self.c_attn(x).split(8, dim=2)
+                    k = k.transpose(1, 2)
+                    return self.proj(q @ k @ v)
+        """,
+        # The model's output itself (collected and returned): nothing left to learn.
+        """
+            class Sequence(nn.Module):
+                def forward(self, input, future=0):
+                    outputs = []
+                    for input_t in input.split(1, dim=1):
+                        h, c = self.cell(input_t, (h, c))
+                        output = self.linear(h)
+                        outputs += [output]
+                    for i in range(future):
+                        h, c = self.cell(output, (h, c))
+                        output = self.linear(h)
+                        outputs += [output]
+                    return torch.cat(outputs, dim=1)
+        """,
         # Only a parameter-free module after the cut.
         """
             class Net(nn.Module):
@@ -145,6 +168,8 @@ class DetachHidden(Swap):
         flow = _ForwardFlow(forward, ctx)
         if not (flow.at_layer_output(node) and flow.feeds_a_layer(node, target.value)):
             return None
+        if flow.is_model_output(node, target.value):
+            return None  # detaching the output itself leaves nothing to learn from the loss
         assert isinstance(node, cst.Assign)
         return node.with_changes(value=method_call(node.value, "detach"))
 
@@ -240,6 +265,15 @@ def _tensor_valued(value: cst.BaseExpression, forward: cst.FunctionDef, ctx: Con
     return layer is None or _submodule_class(layer, forward, ctx) not in _TUPLE_RETURNING
 
 
+_SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split"})
+
+
+def _splits(expr: cst.CSTNode) -> bool:
+    """``q, k, v = self.c_attn(x).split(n, dim=2)``: parts of one output. Detaching one
+    part leaves the layer (and all before it) learning through the others."""
+    return isinstance(expr, cst.Call) and method_name(expr) in _SPLITS
+
+
 def _self_attr(call: cst.Call) -> str | None:
     """``self.fc1(...)`` / ``self.blocks[i](...)`` -> ``fc1`` / ``blocks``."""
     func = call.func
@@ -320,8 +354,31 @@ class _ForwardFlow:
                 and not isinstance(statement.targets[0].target, cst.Name)
                 and expression is not None
                 and self._applies_layer(expression)
+                and not _splits(expression)
             ):
                 unpacked |= targets
+        return False
+
+    def is_model_output(self, site: cst.Assign, name: str) -> bool:
+        """Does the value reach ``return`` through no further layer (``output =
+        self.linear(h)`` collected into the returned list)? Then it is the model's output."""
+        flow, after = {name}, False
+        for statement in self.statements:
+            if statement is site:
+                after = True
+                continue
+            expression = self._expression(statement)
+            if not after or expression is None:
+                continue
+            uses = bool(identifiers_in(expression, self.ctx) & flow)
+            plain = uses and not self._applies_layer(expression)
+            if isinstance(statement, cst.Return):
+                if plain:
+                    return True
+            elif plain:
+                flow |= self._targets(statement)
+            elif not isinstance(statement, cst.AugAssign):  # ``+=`` keeps what it held
+                flow -= self._targets(statement)  # rebound to something else
         return False
 
     def feeds_a_layer(self, site: cst.Assign, name: str) -> bool:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
-from mutator.semantics import is_optimizer_step
+from mutator.semantics import is_manual_step, is_optimizer_step
 
 
 class DropOptimizerStep(Swap):
@@ -26,6 +26,26 @@ class DropOptimizerStep(Swap):
     expected = "breaks_training"
     node_types = (cst.SimpleStatementLine,)
     examples = (
+        # A hand-written update (no optimizer) is the step.
+        Example(
+            before="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p.data.add_(p.grad, alpha=-lr)
+                            p.grad.zero_()
+            """,
+            after="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p.grad.zero_()
+            """,
+        ),
         Example(
             before="""
                 loss.backward()
@@ -81,4 +101,5 @@ class DropOptimizerStep(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        return cst.RemoveFromParent() if is_optimizer_step(node, ctx) else None
+        step = is_optimizer_step(node, ctx) or is_manual_step(node, ctx)
+        return cst.RemoveFromParent() if step else None

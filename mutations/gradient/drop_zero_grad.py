@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
-from mutator.semantics import is_call_statement
+from mutator.semantics import is_call_statement, is_manual_zero_grad
 
 
 class DropZeroGrad(Swap):
@@ -27,6 +27,26 @@ class DropZeroGrad(Swap):
     expected = "breaks_training"
     node_types = (cst.SimpleStatementLine,)
     examples = (
+        # A hand-written update (no optimizer) is the step.
+        Example(
+            before="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p.data.add_(p.grad, alpha=-lr)
+                            p.grad.zero_()
+            """,
+            after="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p.data.add_(p.grad, alpha=-lr)
+            """,
+        ),
         Example(
             before="""
                 opt.zero_grad()
@@ -74,4 +94,5 @@ class DropZeroGrad(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        return cst.RemoveFromParent() if is_call_statement(node, "zero_grad") else None
+        zeroes = is_call_statement(node, "zero_grad") or is_manual_zero_grad(node)
+        return cst.RemoveFromParent() if zeroes else None

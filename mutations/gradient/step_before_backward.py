@@ -8,6 +8,7 @@ from mutations.gradient._shared import nearest_preceding_backward
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    is_manual_step_block,
     is_optimizer_step,
     move_before,
 )
@@ -29,8 +30,29 @@ class StepBeforeBackward(Operator):
     category = "gradient"
     summary = "Move optimizer.step() before loss.backward(): it never sees this batch's gradients."
     expected = "breaks_training"
-    node_types = (cst.SimpleStatementLine,)
+    node_types = (cst.SimpleStatementLine, cst.With, cst.For)
     examples = (
+        # A hand-written update (no optimizer) is the step.
+        Example(
+            before="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p.data.add_(p.grad, alpha=-lr)
+                            p.grad.zero_()
+            """,
+            after="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p.data.add_(p.grad, alpha=-lr)
+                            p.grad.zero_()
+                    loss.backward()
+            """,
+        ),
         Example(
             before="""
                 for x, y in loader:
@@ -77,7 +99,7 @@ class StepBeforeBackward(Operator):
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not is_optimizer_step(node, ctx):
+        if not (is_optimizer_step(node, ctx) or is_manual_step_block(node, ctx)):
             return None
         backward = nearest_preceding_backward(ctx, node)
         return None if backward is None else move_before(node, backward)

@@ -7,6 +7,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    is_manual_step_block,
     is_optimizer_step,
     method_name,
 )
@@ -29,8 +30,29 @@ class StepOutsideBatchLoop(Operator):
     category = "gradient"
     summary = "Dedent optimizer.step() out of the batch loop: one update per epoch."
     expected = "breaks_training"
-    node_types = (cst.SimpleStatementLine,)
+    node_types = (cst.SimpleStatementLine, cst.With, cst.For)
     examples = (
+        # A hand-written update (no optimizer) is the step.
+        Example(
+            before="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            p.data.add_(p.grad, alpha=-lr)
+                            p.grad.zero_()
+            """,
+            after="""
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p.data.add_(p.grad, alpha=-lr)
+                        p.grad.zero_()
+            """,
+        ),
         Example(
             before="""
                 for x, y in loader:
@@ -79,7 +101,7 @@ class StepOutsideBatchLoop(Operator):
         return loop
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not is_optimizer_step(node, ctx):
+        if not (is_optimizer_step(node, ctx) or is_manual_step_block(node, ctx)):
             return None
         loop = self._loop(node, ctx)
         # Only the batch loop: one that also runs backward() (not a loop over param groups).

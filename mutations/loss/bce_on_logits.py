@@ -8,6 +8,7 @@ from mutations.loss._shared import keep_keywords
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    TRAINING_CONTEXTS,
     closed_args,
     functional_loss_kind,
     loss_constructor_kind,
@@ -27,6 +28,7 @@ class BceOnLogits(Operator):
     """
 
     name = "bce_on_logits"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "BCEWithLogitsLoss replaced by BCELoss while logits are still passed."
     expected = "crash"

@@ -8,6 +8,7 @@ from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     CLASS_INDEX_LOSSES,
+    TRAINING_CONTEXTS,
     find_arg,
     is_label_name,
     loss_call_kind,
@@ -32,6 +33,7 @@ class FloatClassTargets(Swap):
     """
 
     name = "float_class_targets"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "Class-index targets made float (dtype=torch.float32 / .float() for .long())."
     expected = "crash"

@@ -8,6 +8,7 @@ from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     CLASS_INDEX_LOSSES,
+    TRAINING_CONTEXTS,
     find_arg,
     loss_site_kind,
     number_literal,
@@ -29,6 +30,7 @@ class IgnoreIndexWrong(Swap):
     """
 
     name = "ignore_index_wrong"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "ignore_index set to a real class: that class never contributes to the loss."
     expected = "degrades"
@@ -64,6 +66,16 @@ class IgnoreIndexWrong(Swap):
         """
             from torch import nn
             criterion = nn.MSELoss()
+        """,
+        """
+            import torch
+            import torch.nn.functional as F
+
+
+            def evaluate(model, x, y):
+                with torch.no_grad():
+                    loss = F.cross_entropy(model(x), y, ignore_index=-100)
+                return loss.item()
         """,
     )
 

@@ -10,6 +10,7 @@ from mutations.loss._shared import keep_keywords
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator, Param
 from mutator.semantics import (
+    TRAINING_CONTEXTS,
     closed_args,
     criterion_calls,
     fresh_name,
@@ -53,6 +54,7 @@ class MseForClassification(Operator):
     """
 
     name = "mse_for_classification"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "CrossEntropy swapped for MSE (one-hot targets so it runs, or plain)."
     expected = "degrades"

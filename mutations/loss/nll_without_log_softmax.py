@@ -7,6 +7,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    TRAINING_CONTEXTS,
     log_softmax_input,
     loss_call_kind,
     loss_calls,
@@ -30,11 +31,35 @@ class NllWithoutLogSoftmax(Operator):
     """
 
     name = "nll_without_log_softmax"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "log_softmax removed before NLLLoss: raw logits, loss unbounded below."
     expected = "breaks_training"
     node_types = (cst.Call,)
     examples = (
+        # log_softmax in forward, nll_loss in the training step
+        Example(
+            before="""
+                import torch.nn.functional as F
+                from torch import nn
+                class Net(nn.Module):
+                    def forward(self, x):
+                        output = F.log_softmax(self.fc(x), dim=1)
+                        return output
+                def train(model, x, y):
+                    return F.nll_loss(model(x), y)
+            """,
+            after="""
+                import torch.nn.functional as F
+                from torch import nn
+                class Net(nn.Module):
+                    def forward(self, x):
+                        output = self.fc(x)
+                        return output
+                def train(model, x, y):
+                    return F.nll_loss(model(x), y)
+            """,
+        ),
         Example(
             before="""
                 import torch.nn.functional as F
@@ -100,6 +125,17 @@ class NllWithoutLogSoftmax(Operator):
         ),
     )
     non_examples = (
+        # forward's log_softmax output is what the loss elsewhere gets: that is no site only
+        # when the loss is no NLL
+        """
+            import torch.nn.functional as F
+            from torch import nn
+            class Net(nn.Module):
+                def forward(self, x):
+                    output = F.log_softmax(self.fc(x), dim=1)
+                    return output
+            loss = F.kl_div(model(x), t)
+        """,
         # log_softmax feeding something else than NLL
         """
             import torch.nn.functional as F
@@ -158,8 +194,13 @@ class NllWithoutLogSoftmax(Operator):
                     and argument.value.value == target.value
                 ):
                     return True
-            return False
-        # ``return F.log_softmax(...)`` in a model's forward: the model's output goes to NLL.
+            # ``output = F.log_softmax(x, 1)`` then ``return output`` in forward
+            return _returned_from_forward(target.value, function, ctx)
+        # ``return F.log_softmax(...)`` (or ``return F.log_softmax(...), hidden``) in a
+        # model's forward: the model's output goes to NLL in the training step.
+        if isinstance(parent, cst.Element) and isinstance(ctx.parent(parent), cst.Tuple):
+            first = ctx.parent(parent).elements[0] is parent  # type: ignore[union-attr]
+            parent = ctx.parent(ctx.parent(parent)) if first else parent  # type: ignore[arg-type]
         function = ctx.enclosing_function(node)
         return (
             isinstance(parent, cst.Return)
@@ -167,3 +208,13 @@ class NllWithoutLogSoftmax(Operator):
             and function.name.value == "forward"
             and uses_loss(ctx, ("NLLLoss",))
         )
+
+
+def _returned_from_forward(name: str, function: cst.FunctionDef | None, ctx: Context) -> bool:
+    """Is ``name`` what ``forward`` returns, in a script whose loss is NLL?"""
+    if function is None or function.name.value != "forward" or not uses_loss(ctx, ("NLLLoss",)):
+        return False
+    return any(
+        isinstance(r.value, cst.Name) and r.value.value == name  # type: ignore[attr-defined]
+        for r in ctx.nodes_within(function, cst.Return)
+    )

@@ -8,6 +8,7 @@ from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     LOSS_CLASSES,
+    TRAINING_CONTEXTS,
     find_arg,
     keyword_string,
     loss_site_kind,
@@ -28,6 +29,7 @@ class ReductionSum(Swap):
     """
 
     name = "reduction_sum"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = 'reduction="sum" on a loss: gradients scale with the batch size.'
     expected = "degrades"
@@ -66,6 +68,18 @@ class ReductionSum(Swap):
         """
             import torch.nn as nn
             layer = nn.Linear(3, 4)
+        """,
+        """
+            import torch
+            import torch.nn as nn
+
+            criterion = nn.BCEWithLogitsLoss()
+
+
+            def evaluate(model, x, y):
+                with torch.no_grad():
+                    loss = criterion(model(x).squeeze(1), y)
+                return loss.item()
         """,
     )
 

@@ -7,6 +7,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
+    TRAINING_CONTEXTS,
     function_call,
     last_name,
     loss_call_kind,
@@ -30,6 +31,7 @@ class SigmoidBeforeBceWithLogits(Swap):
     """
 
     name = "sigmoid_before_bce_with_logits"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "torch.sigmoid applied before BCEWithLogitsLoss (double sigmoid)."
     expected = "degrades"
@@ -72,6 +74,18 @@ class SigmoidBeforeBceWithLogits(Swap):
             from torch import nn
             criterion = nn.BCELoss()
             loss = criterion(torch.sigmoid(logits), y)
+        """,
+        """
+            import torch
+            import torch.nn as nn
+
+            criterion = nn.BCEWithLogitsLoss()
+
+
+            def evaluate(model, x, y):
+                with torch.no_grad():
+                    loss = criterion(model(x).squeeze(1), y)
+                return loss.item()
         """,
     )
 

@@ -30,6 +30,9 @@ class SoftmaxBeforeCrossEntropy(Swap):
     """
 
     name = "softmax_before_cross_entropy"
+    # Evaluation stays a context of this bug (unlike the other loss operators): a double
+    # softmax in evaluate() is the catalog's measured "misleads" case (every reported
+    # validation loss lies high while the model is the reference's; tests/test_truth.py).
     category = "loss"
     summary = "Softmax applied to the logits that cross-entropy receives (double softmax)."
     expected = "degrades"

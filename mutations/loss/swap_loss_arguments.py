@@ -8,6 +8,7 @@ from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     REGRESSION_LOSSES,
+    TRAINING_CONTEXTS,
     loss_call_kind,
 )
 
@@ -24,6 +25,7 @@ class SwapLossArguments(Swap):
     """
 
     name = "swap_loss_arguments"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "Loss called as loss(target, prediction)."
     expected = "crash"
@@ -61,6 +63,16 @@ class SwapLossArguments(Swap):
         """
             import torch.nn.functional as F
             loss = F.cross_entropy(logits, target=y)
+        """,
+        """
+            import torch
+            import torch.nn.functional as F
+
+
+            def evaluate(model, x, y):
+                with torch.no_grad():
+                    loss = F.cross_entropy(model(x), y, ignore_index=-100)
+                return loss.item()
         """,
     )
 

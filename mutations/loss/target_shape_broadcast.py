@@ -9,6 +9,7 @@ from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     BINARY_LOSSES,
     REGRESSION_LOSSES,
+    TRAINING_CONTEXTS,
     loss_call_kind,
     loss_calls,
     loss_input,
@@ -52,6 +53,7 @@ class TargetShapeBroadcast(Operator):
     """
 
     name = "target_shape_broadcast"
+    contexts = TRAINING_CONTEXTS
     category = "loss"
     summary = "Shape fix removed before a regression loss: (n,1) vs (n,) broadcasts to (n,n)."
     expected = "breaks_training"
@@ -111,6 +113,16 @@ class TargetShapeBroadcast(Operator):
         """
             import torch.nn.functional as F
             loss = F.mse_loss(seq.view(-1, 8), y.view(-1, 8))
+        """,
+        """
+            import torch
+            import torch.nn.functional as F
+
+
+            def evaluate(model, x, y):
+                with torch.no_grad():
+                    loss = F.mse_loss(model(x).squeeze(-1), y)
+                return loss.item()
         """,
     )
 

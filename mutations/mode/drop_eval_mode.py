@@ -53,6 +53,15 @@ class DropEvalMode(Swap):
         "model.train()\n",
         "result = evaluator.eval()\n",
         "expr.eval()\n",
+        """
+            import torch
+
+
+            def export_onnx(model, path, device):
+                model.eval()
+                dummy_input = torch.randn(1, 3, 8, 8).to(device)
+                torch.onnx.export(model, dummy_input, path)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

@@ -141,6 +141,18 @@ class DropNoGrad(Swap):
             with open(path) as f:
                 data = f.read()
         """,
+        """
+            import torch
+
+
+            def save_grid(images, path):
+                torch.save(images.cpu(), path)
+
+
+            def sample(netG, noise, path):
+                with torch.no_grad():
+                    save_grid(netG(noise), path)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

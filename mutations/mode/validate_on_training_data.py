@@ -112,6 +112,29 @@ def _held_out_swaps(
     return swaps
 
 
+def _names_read_after(loop: cst.For, ctx: Context) -> list[cst.BaseExpression]:
+    """Plain names read by the statements after ``loop`` in its block: ``len(val_ds)``
+    and ``y_val`` that turn the sums of the loop into the held-out metric."""
+    found: list[cst.BaseExpression] = []
+    following = list(ctx.following_statements(loop))
+    # Out of ``with torch.no_grad():`` / ``if`` blocks, up to the loop or function around.
+    outer = ctx.enclosing(loop, (cst.BaseCompoundStatement, cst.FunctionDef))
+    while isinstance(outer, (cst.With, cst.If)):
+        following += ctx.following_statements(outer)
+        outer = ctx.enclosing(outer, (cst.BaseCompoundStatement, cst.FunctionDef))
+    for statement in following:
+        for name in ctx.nodes_within(statement, cst.Name):
+            parent = ctx.parent(name)
+            if isinstance(parent, cst.Attribute) and parent.attr is name:
+                continue
+            if isinstance(parent, cst.AssignTarget) or ctx.enclosing_function(
+                name
+            ) is not ctx.enclosing_function(loop):
+                continue
+            found.append(name)  # type: ignore[arg-type]
+    return found
+
+
 def _local_function_names(ctx: Context) -> set[str]:
     return {function.name.value for function in ctx.nodes(cst.FunctionDef)}
 
@@ -149,6 +172,27 @@ class ValidateOnTrainingData(Operator):
     expected = "silent"
     node_types = (cst.Call, cst.For)
     examples = (
+        # The metric's normalisation follows the data: no loss scaled by len(train)/len(val).
+        Example(
+            before="""
+                train_ds, val_ds = random_split(data, [800, 200])
+                train_loader = DataLoader(train_ds, shuffle=True)
+                val_loader = DataLoader(val_ds)
+                with torch.no_grad():
+                    for x, y in val_loader:
+                        total += criterion(model(x), y).item() * len(x)
+                val_loss = total / len(val_ds)
+            """,
+            after="""
+                train_ds, val_ds = random_split(data, [800, 200])
+                train_loader = DataLoader(train_ds, shuffle=True)
+                val_loader = DataLoader(val_ds)
+                with torch.no_grad():
+                    for x, y in train_loader:
+                        total += criterion(model(x), y).item() * len(x)
+                val_loss = total / len(train_ds)
+            """,
+        ),
         Example(
             before="""
                 train_loader, val_loader = make_loaders()
@@ -233,7 +277,10 @@ class ValidateOnTrainingData(Operator):
 
     def _swaps(self, node: cst.CSTNode, ctx: Context) -> dict[cst.CSTNode, cst.BaseExpression]:
         if isinstance(node, cst.For):
-            return _held_out_swaps([_iterated_expression(node)], ctx)
+            swaps = _held_out_swaps([_iterated_expression(node)], ctx)
+            if swaps:  # the metric's normalisation follows the data (len(val_ds) -> train_ds)
+                swaps.update(_held_out_swaps(_names_read_after(node, ctx), ctx))
+            return swaps
         assert isinstance(node, cst.Call)
         callee = callee_name(node)
         if callee is None or not (

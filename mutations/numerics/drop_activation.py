@@ -7,6 +7,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    callee_name,
     is_module_class,
     method_name,
     module_constructors,
@@ -42,6 +43,15 @@ _ACTIVATION_FUNCTIONS = {
 
 
 _ACTIVATION_METHODS = ("relu", "relu_", "tanh")
+# Squashing activations: last in a model they map to the output's range (a generator's
+# Tanh to [-1, 1]); a ReLU ending a block is still hidden (a head follows).
+_SQUASHING = ("Tanh", "Softplus")
+
+
+def _squashes_output(node: cst.Call, ctx: Context) -> bool:
+    """``return torch.tanh(self.out(x))``: an output activation, not a hidden one."""
+    name = callee_name(node) or ""
+    return isinstance(ctx.parent(node), cst.Return) and name.lower() in ("tanh", "softplus")
 
 
 def _in_model_code(node: cst.CSTNode, ctx: Context) -> bool:
@@ -151,6 +161,18 @@ class DropActivation(Operator):
                     super().__init__()
                     self.act = nn.ReLU()
         """,
+        # a generator's output Tanh maps to the data range: it is no hidden nonlinearity
+        """
+            from torch import nn
+            generator = nn.Sequential(nn.Linear(8, 16), nn.Linear(16, 4), nn.Tanh())
+        """,
+        """
+            import torch
+            from torch import nn
+            class Decoder(nn.Module):
+                def forward(self, z):
+                    return torch.tanh(self.fc2(self.fc1(z)))
+        """,
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
@@ -160,9 +182,11 @@ class DropActivation(Operator):
         if nn_class(node, ctx, _ACTIVATION_CLASSES):
             sequential = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
             if isinstance(sequential, cst.Call) and nn_class(sequential, ctx, ("Sequential",)):
+                if parent is sequential.args[-1] and nn_class(node, ctx, _SQUASHING):
+                    return None  # an output activation (a generator's Tanh) is no hidden one
                 return {sequential: without_element(sequential, parent)}  # type: ignore[arg-type]
             return None
-        if not _in_model_code(node, ctx):
+        if not _in_model_code(node, ctx) or _squashes_output(node, ctx):
             return None
         positional = positional_args(node)
         if not node.args and method_name(node) in _ACTIVATION_METHODS:

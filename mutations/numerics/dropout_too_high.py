@@ -8,6 +8,7 @@ from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
+    hyperparameter_constants,
     nn_class,
     number_literal,
     number_value,
@@ -41,9 +42,19 @@ class DropoutTooHigh(Swap):
     category = "numerics"
     summary = "Dropout probability set to 0.9: most activations dropped in training."
     expected = "degrades"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Assign)
     parameters = {"p": Param(0.9, "dropout probability", valid="[0, 1]")}
     examples = (
+        Example(
+            before="""
+                dropout = 0.0
+                model = GPT(dropout=dropout)
+            """,
+            after="""
+                dropout = 0.9
+                model = GPT(dropout=dropout)
+            """,
+        ),
         Example(
             before="""
                 from torch import nn
@@ -88,6 +99,13 @@ class DropoutTooHigh(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if isinstance(node, cst.Assign):
+            # ``dropout = 0.0`` at module level: every layer built from it changes at once.
+            constant = any(node is c for c in hyperparameter_constants(ctx, "dropout"))
+            value = number_value(node.value)
+            if constant and value is not None and value < self.params["p"]:
+                return node.with_changes(value=number_literal(float(self.params["p"])))
+            return None
         if not _is_dropout(node, ctx):
             return None
         arg = _probability_arg(node, ctx)  # type: ignore[arg-type]

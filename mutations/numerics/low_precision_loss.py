@@ -8,6 +8,7 @@ from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     CLASS_INDEX_LOSSES,
+    TRAINING_CONTEXTS,
     loss_call_kind,
     loss_input,
     loss_target,
@@ -34,6 +35,7 @@ class LowPrecisionLoss(Swap):
     """
 
     name = "low_precision_loss"
+    contexts = TRAINING_CONTEXTS
     category = "numerics"
     summary = "Loss computed on bfloat16/float16 casts of its inputs."
     expected = "silent"
@@ -74,6 +76,16 @@ class LowPrecisionLoss(Swap):
             loss = criterion(logits.half(), y)
         """,
         "loss = criterion(logits, y)\n",
+        """
+            import torch
+            import torch.nn.functional as F
+
+
+            def evaluate(model, x, y):
+                with torch.no_grad():
+                    loss = F.cross_entropy(model(x), y, ignore_index=-100)
+                return loss.item()
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:

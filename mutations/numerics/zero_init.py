@@ -140,6 +140,16 @@ class ZeroInit(Swap):
                 def __init__(self):
                     nn.init.normal_(self.head.weight, std=0.01)
         """,
+        # a norm layer's scale (starts at 1) and an embedding: not the symmetry bug
+        """
+            from torch import nn
+            def weights_init(m):
+                classname = m.__class__.__name__
+                if classname.find("BatchNorm") != -1:
+                    nn.init.normal_(m.weight, 1.0, 0.02)
+                elif isinstance(m, nn.Embedding):
+                    nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        """,
         # parameter groups: there is no single model to zero
         """
             import torch
@@ -180,7 +190,29 @@ class ZeroInit(Swap):
         spelled = dotted_name(tensor.value) or ""
         if spelled.endswith("bias") or not _initialises_many_layers(tensor.value, node, ctx):
             return None
+        if _in_branch_for(node, ctx, _NOT_SYMMETRIC):
+            return None
         return tensor.value
+
+
+# Layers whose zeroed weight is no symmetry bug: a norm's scale starts at 1 anyway and an
+# embedding's rows get different gradients through the tokens that select them.
+_NOT_SYMMETRIC = ("Norm", "Embedding")
+
+
+def _in_branch_for(node: cst.CSTNode, ctx: Context, kinds: tuple[str, ...]) -> bool:
+    """Is ``node`` in the body of an ``if``/``elif`` whose test names one of ``kinds``
+    (``isinstance(m, nn.BatchNorm2d)``, ``classname.find("BatchNorm") != -1``) and no
+    weight layer?"""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.If) and ctx.within(ancestor.body, node):
+            test = ctx.code(ancestor.test)
+            layered = any(kind in test for kind in _LAYERS)  # ``(nn.Linear, nn.Embedding)``
+            return not layered and any(kind in test for kind in kinds)
+    return False
+
+
+_LAYERS = ("Linear", "Conv", "RNN", "LSTM", "GRU")
 
 
 def _initialises_many_layers(weight: cst.BaseExpression, at: cst.CSTNode, ctx: Context) -> bool:

@@ -11,10 +11,12 @@ from mutator.semantics import (
     as_factor,
     find_arg,
     has_star_args,
+    hyperparameter_constants,
     is_data_loader,
     is_training_loader,
     number_literal,
     number_value,
+    training_loader_setting,
     with_arg_value,
 )
 
@@ -36,10 +38,36 @@ class ChangeBatchSize(Swap):
     category = "optim"
     summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
     expected = "degrades"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Assign, cst.DictElement)
     parameters = {"factor": Param(8.0, "multiplier applied to batch_size", valid="(0, inf)")}
     variants = ({"factor": 0.125},)
     examples = (
+        # A kwargs dict the training DataLoader unpacks.
+        Example(
+            before="""
+                from torch.utils.data import DataLoader
+                train_kwargs = {"batch_size": 64, "shuffle": True}
+                train_loader = DataLoader(train_ds, **train_kwargs)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                train_kwargs = {"batch_size": 512, "shuffle": True}
+                train_loader = DataLoader(train_ds, **train_kwargs)
+            """,
+        ),
+        # Hand-made batches from a module-level constant: the constant is the setting.
+        Example(
+            before="""
+                batch_size = 32
+                for start in range(0, len(x), batch_size):
+                    batch = x[start : start + batch_size]
+            """,
+            after="""
+                batch_size = 256
+                for start in range(0, len(x), batch_size):
+                    batch = x[start : start + batch_size]
+            """,
+        ),
         Example(
             before="""
                 from torch.utils.data import DataLoader
@@ -113,6 +141,17 @@ class ChangeBatchSize(Swap):
         return size if is_training_loader(node, ctx) else None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if isinstance(node, cst.DictElement):  # ``train_kwargs = {"batch_size": 64}``
+            if node in training_loader_setting(ctx, "batch_size"):
+                return node.with_changes(value=self._scaled(node.value))
+            return None
+        if isinstance(node, cst.Assign):
+            # ``batch_size = 12`` at module level, when no DataLoader takes the size.
+            if not any(is_data_loader(call, ctx) for call in ctx.nodes(cst.Call)) and any(
+                node is constant for constant in hyperparameter_constants(ctx, "batch_size")
+            ):
+                return node.with_changes(value=self._scaled(node.value))
+            return None
         size = self._batch_size(node, ctx)
         if size is None:
             return None

@@ -9,6 +9,8 @@ from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     find_arg,
+    hyperparameter_constants,
+    manual_lr_writes,
     number_literal,
     optimizer_class,
     with_arg_value,
@@ -33,12 +35,42 @@ class ScaleLr(Swap):
     category = "optim"
     summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
     expected = "breaks_training"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.Assign)
     parameters = {
         "factor": Param(100.0, "multiplier applied to the learning rate", valid="(0, inf)")
     }
     variants = ({"factor": 0.01},)
     examples = (
+        # No optimizer: the module-level constant the hand-written update reads is the lr.
+        Example(
+            before="""
+                lr = 0.05
+                for p in model.parameters():
+                    p.data.add_(-lr * p.grad)
+            """,
+            after="""
+                lr = 5.0
+                for p in model.parameters():
+                    p.data.add_(-lr * p.grad)
+            """,
+        ),
+        # A hand-written schedule overwrites lr= before every step: it is the one site.
+        Example(
+            before="""
+                import torch
+                optimizer = torch.optim.AdamW(params, lr=6e-4)
+                while True:
+                    for param_group in optimizer.param_groups:
+                        param_group["lr"] = lr
+            """,
+            after="""
+                import torch
+                optimizer = torch.optim.AdamW(params, lr=6e-4)
+                while True:
+                    for param_group in optimizer.param_groups:
+                        param_group["lr"] = lr * 100
+            """,
+        ),
         Example(
             before="""
                 import torch
@@ -106,6 +138,16 @@ class ScaleLr(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if isinstance(node, cst.Assign):
+            if node in manual_lr_writes(ctx) or (
+                # ``lr = 0.05`` at module level feeding a hand-written update
+                not any(optimizer_class(call, ctx) for call in ctx.nodes(cst.Call))
+                and any(node is c for c in hyperparameter_constants(ctx, "lr"))
+            ):
+                return node.with_changes(value=_times(node.value, self.params["factor"]))
+            return None
+        if manual_lr_writes(ctx):
+            return None  # a hand-written schedule overwrites lr= before every step
         found = optimizer_call(node, ctx)
         if not (
             found is not None

@@ -7,10 +7,15 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    code_of,
     expression_call,
+    function_role,
+    identifier_words,
     is_scheduler_step,
     method_statement_receiver,
+    parse_statement,
     receiver_kind,
+    split_role,
 )
 
 
@@ -28,6 +33,31 @@ def _batch_loop_step(statement: cst.CSTNode, ctx: Context) -> cst.CSTNode | None
             if _optimizer_step(line, ctx) and loop is not None and ctx.within(earlier, loop):
                 return line
     return None
+
+
+def _loader_of_training_call(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
+    """``train(model, train_loader, ...)`` just before ``scheduler.step()`` in the epoch loop:
+    the training loader handed to the script's training function."""
+    for earlier in reversed(list(ctx.preceding_statements(node))):
+        call = expression_call(earlier)
+        if call is None or not isinstance(call.func, cst.Name):
+            continue
+        functions = [
+            f
+            for f in ctx.nodes(cst.FunctionDef)
+            if f.name.value == call.func.value  # type: ignore[attr-defined]
+        ]
+        if len(functions) != 1 or function_role(functions[0], ctx) != "train":  # type: ignore[arg-type]
+            continue
+        for arg in call.args:
+            if isinstance(arg.value, cst.Name) and _is_training_loader_name(arg.value.value):
+                return arg.value
+    return None
+
+
+def _is_training_loader_name(name: str) -> bool:
+    words = identifier_words(name)
+    return "loader" in words and split_role(name) == "train"
 
 
 class SchedulerStepPerBatch(Operator):
@@ -48,6 +78,26 @@ class SchedulerStepPerBatch(Operator):
     expected = "breaks_training"
     node_types = (cst.SimpleStatementLine,)
     examples = (
+        # The batch loop is in train(): step once per batch of the loader it gets.
+        Example(
+            before="""
+                def train(model, train_loader, optimizer):
+                    for x, y in train_loader:
+                        optimizer.step()
+                for epoch in range(3):
+                    train(model, train_loader, optimizer)
+                    scheduler.step()
+            """,
+            after="""
+                def train(model, train_loader, optimizer):
+                    for x, y in train_loader:
+                        optimizer.step()
+                for epoch in range(3):
+                    train(model, train_loader, optimizer)
+                    for _ in range(len(train_loader)):
+                        scheduler.step()
+            """,
+        ),
         Example(
             before="""
                 import torch
@@ -102,10 +152,10 @@ class SchedulerStepPerBatch(Operator):
                 opt.step()
                 scheduler.step()
         """,
-        # The batch loop is in another function: nothing to move into here.
+        # The batch loop is in another function, and no training loader is handed to it.
         """
             for epoch in range(3):
-                train_one_epoch(model, loader, opt)
+                train_one_epoch(model, batches, opt)
                 scheduler.step()
         """,
         # ReduceLROnPlateau needs the epoch's metric.
@@ -129,6 +179,13 @@ class SchedulerStepPerBatch(Operator):
             return None
         step = _batch_loop_step(node, ctx)
         if step is None:
-            return None
+            loader = _loader_of_training_call(node, ctx)
+            if loader is None:
+                return None
+            # The batch loop is in the training function: step once per batch of it here.
+            loop = parse_statement(
+                f"for _ in range(len({code_of(loader)})):\n    {ctx.code(node).strip()}\n"
+            )
+            return {node: loop.with_changes(leading_lines=node.leading_lines)}  # type: ignore[attr-defined]
         moved = node.with_changes(leading_lines=())
         return {node: cst.RemoveFromParent(), step: cst.FlattenSentinel([step, moved])}

@@ -8,15 +8,33 @@ from mutations.optim._shared import _times, optimizer_call
 from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
+    every_group_sets,
     find_arg,
+    group_dicts,
+    group_sets,
     number_literal,
     number_value,
+    per_module,
     with_arg_value,
     with_keyword,
 )
 
 # Decay PyTorch applies when ``weight_decay`` is not given (non-zero only for AdamW).
 _DEFAULT_WEIGHT_DECAY = {"AdamW": 0.01}
+
+
+@per_module
+def _group_decays(ctx: Context) -> list[cst.DictElement]:
+    """Non-zero ``"weight_decay": wd`` entries of the parameter groups an optimizer gets."""
+    found = []
+    for call in ctx.nodes(cst.Call):
+        if optimizer_call(call, ctx) is None:
+            continue
+        for group in group_dicts(call, ctx) or ():  # type: ignore[arg-type]
+            entry = group_sets(group, "weight_decay")
+            if entry is not None and number_value(entry.value) != 0:
+                found.append(entry)
+    return found
 
 
 class WeightDecayTooHigh(Swap):
@@ -36,9 +54,21 @@ class WeightDecayTooHigh(Swap):
     category = "optim"
     summary = "Multiply weight_decay by a factor (x100): weights shrink, the model underfits."
     expected = "degrades"
-    node_types = (cst.Call,)
+    node_types = (cst.Call, cst.DictElement)
     parameters = {"factor": Param(100.0, "multiplier applied to weight_decay", valid="(0, inf)")}
     examples = (
+        Example(
+            before="""
+                import torch
+                groups = [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}]
+                opt = torch.optim.AdamW(groups, lr=6e-4)
+            """,
+            after="""
+                import torch
+                groups = [{"params": decay, "weight_decay": 10.0}, {"params": rest, "weight_decay": 0.0}]
+                opt = torch.optim.AdamW(groups, lr=6e-4)
+            """,
+        ),
         Example(
             before="""
                 import torch
@@ -80,6 +110,12 @@ class WeightDecayTooHigh(Swap):
             opt = torch.optim.SGD(ps, lr=0.1, weight_decay=0)
         """,
         "model = build(weight_decay=5e-4)\n",
+        # every parameter group sets its own decay: AdamW's default is never used
+        """
+            import torch
+            groups = [{"params": a, "weight_decay": 0.0}, {"params": b, "weight_decay": 0.0}]
+            opt = torch.optim.AdamW(groups, lr=1e-3)
+        """,
     )
 
     def _decay(self, node: cst.CSTNode, ctx: Context) -> tuple[str, cst.Arg | None] | None:
@@ -93,6 +129,12 @@ class WeightDecayTooHigh(Swap):
         return None if number_value(decay.value) == 0 else (optimizer, decay)
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        if isinstance(node, cst.DictElement):
+            if node not in _group_decays(ctx):
+                return None
+            return node.with_changes(value=_times(node.value, self.params["factor"]))
+        if isinstance(node, cst.Call) and every_group_sets(node, ctx, "weight_decay"):
+            return None  # each parameter group overrides the constructor's decay
         found = self._decay(node, ctx)
         if found is None:
             return None

@@ -25,7 +25,10 @@ Public API (import from ``mutator.semantics``):
 - optimizers and schedulers (``optim``): ``OPTIMIZER_CLASSES``, ``SCHEDULER_CLASSES``,
   ``optimizer_class``, ``receiver_kind``, ``is_optimizer_step``, ``is_scheduler_step``;
   ``ADAPTIVE_OPTIMIZERS``/``adaptive_optimizer``; hand-written updates (``manual_updates``,
-  ``reads_grad``) and closures handed to ``step`` (``step_closures``).
+  ``reads_grad``) and closures handed to ``step`` (``step_closures``); hand-written
+  schedules (``manual_lr_writes``), the hand-written step as a statement
+  (``is_manual_step``, ``is_manual_step_block``, ``is_manual_zero_grad``) and parameter groups (``group_dicts``, ``group_sets``,
+  ``every_group_sets``).
 - grad mode (``grad_mode``): ``grad_switch`` (False off / True on / None no effect),
   ``disables_grad``, ``in_no_grad`` (innermost switch decides; ``inference_mode(False)``
   does not re-enable gradients, ``set_grad_enabled(False)`` disables them).
@@ -34,6 +37,12 @@ Public API (import from ``mutator.semantics``):
 - data pipeline (``data``): train/eval roles from names (``split_role``,
   ``is_label_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
   ``is_training_loader``.
+- static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
+  eval, setup, export, plot, unknown) from where the node is; ``function_role``; ``after_training_loop``;
+  ``TRAINING_CONTEXTS`` for operators whose bug is in the training loss or step.
+- hyperparameters as module-level constants (``hyperparams``):
+  ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
+  ``weight_decay``.
 - caches (``cache``): ``per_module``/``per_node`` memoise an analysis for one parse.
 """
 
@@ -56,6 +65,7 @@ from mutator.semantics.data import (
     shuffle_true,
     split_role,
     split_role_of,
+    training_loader_setting,
 )
 from mutator.semantics.edits import (
     as_factor,
@@ -91,6 +101,7 @@ from mutator.semantics.grad_mode import (
     grad_switch,
     in_no_grad,
 )
+from mutator.semantics.hyperparams import hyperparameter_constants
 from mutator.semantics.losses import (
     ALL_FUNCTIONAL_LOSSES,
     BINARY_LOSSES,
@@ -141,13 +152,27 @@ from mutator.semantics.optim import (
     adaptive_optimizer,
     class_kind,
     constructor_kind,
+    every_group_sets,
+    group_dicts,
+    group_sets,
+    is_manual_step,
+    is_manual_step_block,
+    is_manual_zero_grad,
     is_optimizer_step,
     is_scheduler_step,
+    manual_lr_writes,
     manual_updates,
     optimizer_class,
     reads_grad,
     receiver_kind,
     step_closures,
+)
+from mutator.semantics.roles import (
+    CONTEXTS,
+    TRAINING_CONTEXTS,
+    after_training_loop,
+    function_role,
+    site_context,
 )
 from mutator.semantics.scope import (
     Assignment,
@@ -198,6 +223,7 @@ __all__ = [
     "BINARY_LOSSES",
     "CLASS_INDEX_LOSSES",
     "CLASS_INDEX_LOSS_NAMES",
+    "CONTEXTS",
     "DATA_LOADERS",
     "ENABLE_GRAD",
     "EVAL_WORDS",
@@ -214,12 +240,14 @@ __all__ = [
     "SCHEDULER_CLASSES",
     "SCHEDULER_MODULE",
     "SET_GRAD_ENABLED",
+    "TRAINING_CONTEXTS",
     "TRAIN_WORDS",
     "Assignment",
     "ImportBinding",
     "ImportTable",
     "Resolution",
     "adaptive_optimizer",
+    "after_training_loop",
     "argument_values",
     "as_factor",
     "as_receiver",
@@ -240,15 +268,20 @@ __all__ = [
     "dotted_name",
     "dotted_names_in",
     "enclosing_function",
+    "every_group_sets",
     "expression_call",
     "find_arg",
     "forward_returns_log_probs",
     "fresh_name",
     "function_call",
+    "function_role",
     "functional_loss_kind",
     "grad_switch",
+    "group_dicts",
+    "group_sets",
     "has_class_index_loss",
     "has_star_args",
+    "hyperparameter_constants",
     "identifier_words",
     "identifiers_in",
     "imports",
@@ -259,6 +292,9 @@ __all__ = [
     "is_data_loader",
     "is_false",
     "is_label_name",
+    "is_manual_step",
+    "is_manual_step_block",
+    "is_manual_zero_grad",
     "is_method_call",
     "is_model",
     "is_module_class",
@@ -281,6 +317,7 @@ __all__ = [
     "loss_input",
     "loss_site_kind",
     "loss_target",
+    "manual_lr_writes",
     "manual_updates",
     "mentions",
     "method_call",
@@ -309,11 +346,13 @@ __all__ = [
     "same_scope",
     "shuffle_true",
     "single_assignment",
+    "site_context",
     "split_role",
     "split_role_of",
     "start_of",
     "starts_before",
     "step_closures",
+    "training_loader_setting",
     "unpacked_values",
     "unwrap_calls",
     "uses_loss",

@@ -7,9 +7,10 @@ import re
 import libcst as cst
 
 from mutator.context import Context
-from mutator.semantics.cache import per_node
+from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.edits import code_of
 from mutator.semantics.names import resolve
+from mutator.semantics.scope import assigned_values
 from mutator.semantics.syntax import find_arg, is_true
 
 # -- roles from names -------------------------------------------------------------------------
@@ -73,12 +74,55 @@ def bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
     return None
 
 
+def _slice_bound(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """("head", K) for ``X[:K]``, ("tail", K) for ``X[K:]``."""
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return None
+    part = node.slice[0].slice
+    if not isinstance(part, cst.Slice) or part.step is not None:
+        return None
+    if part.lower is None and part.upper is not None:
+        return "head", part.upper
+    if part.lower is not None and part.upper is None:
+        return "tail", part.lower
+    return None
+
+
+def _slice_role(node: cst.CSTNode) -> str | None:
+    """The split a slice takes, from its size's name: ``X[:n_train]`` and ``X[n_val:]`` are
+    training data, ``X[n_train:]`` held out. For a call, the slices it is given agree."""
+    if isinstance(node, cst.Call):
+        roles = {_slice_role(arg.value) for arg in node.args} - {None}
+        return roles.pop() if len(roles) == 1 else None
+    bound = _slice_bound(node)
+    if bound is None:
+        return None
+    side, size = bound
+    named = split_role(code_of(size))
+    if named is None:
+        return None
+    flipped = {"train": "eval", "eval": "train"}
+    return named if side == "head" else flipped[named]
+
+
+def _text_without_slices(node: cst.CSTNode) -> str:
+    """The code of ``node`` with slice bounds left out: ``n_train`` in ``X[n_train:]`` is a
+    size, not the split's name."""
+    if isinstance(node, cst.Subscript) and _slice_bound(node) is not None:
+        return _text_without_slices(node.value)
+    if isinstance(node, cst.Call):
+        return " ".join(
+            [code_of(node.func), *(_text_without_slices(arg.value) for arg in node.args)]
+        )
+    return code_of(node)
+
+
 @per_node
 def split_role_of(node: cst.CSTNode, ctx: Context) -> str | None:
     """train/eval from the expression itself, else from what it is assigned to or passed into."""
     current: cst.CSTNode | None = node
     while current is not None and not isinstance(current, cst.BaseStatement):
-        role = split_role(code_of(current))
+        role = _slice_role(current) or split_role(_text_without_slices(current))
         if role is not None:
             return role
         target = bound_target(current, ctx)
@@ -123,3 +167,34 @@ def is_training_loader(node: cst.CSTNode, ctx: Context) -> bool:
         return False
     role = loader_role(node, ctx)
     return role != "eval" and (shuffle_true(node) is not None or role == "train")  # type: ignore[arg-type]
+
+
+@per_module
+def _training_loader_kwargs(ctx: Context) -> list[cst.Dict]:
+    """Dict literals handed to a training DataLoader as ``**train_kwargs``."""
+    found = []
+    for call in ctx.nodes(cst.Call):
+        if not is_data_loader(call, ctx) or loader_role(call, ctx) != "train":
+            continue
+        for arg in call.args:  # type: ignore[attr-defined]
+            if arg.star != "**" or not isinstance(arg.value, cst.Name):
+                continue
+            values = assigned_values(ctx, arg.value.value)
+            if len(values) == 1 and isinstance(values[0], cst.Dict):
+                found.append(values[0])
+    return found
+
+
+def training_loader_setting(ctx: Context, key: str) -> list[cst.DictElement]:
+    """The ``"key": value`` entries of kwargs dicts a training DataLoader unpacks
+    (``train_kwargs = {"batch_size": 64, "shuffle": True}``)."""
+    entries = []
+    for kwargs in _training_loader_kwargs(ctx):
+        for element in kwargs.elements:
+            if (
+                isinstance(element, cst.DictElement)
+                and isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value == key
+            ):
+                entries.append(element)
+    return entries

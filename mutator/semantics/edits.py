@@ -202,13 +202,13 @@ def move_before(statement: cst.CSTNode, anchor: cst.CSTNode) -> Edits:
     The moved line takes over the anchor's leading comments/blank lines so that a comment
     heading the group stays on top.
     """
-    assert isinstance(statement, cst.SimpleStatementLine)
+    assert isinstance(statement, cst.BaseStatement)  # a line, or a whole for/with block
     return {statement: cst.RemoveFromParent(), **insert_before(anchor, statement)}
 
 
 def move_after(statement: cst.CSTNode, anchor: cst.CSTNode) -> Edits:
     """Edits that move ``statement`` right below ``anchor`` (its blank lines stay behind)."""
-    assert isinstance(statement, cst.SimpleStatementLine)
+    assert isinstance(statement, cst.BaseStatement)
     moved = statement.with_changes(leading_lines=())
     return {statement: cst.RemoveFromParent(), anchor: cst.FlattenSentinel([anchor, moved])}
 

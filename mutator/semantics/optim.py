@@ -202,3 +202,116 @@ def step_closures(ctx: Context) -> set[str]:
                 ):
                     names.add(arg.value.value)
     return names
+
+
+# -- hand-written schedules and parameter groups ----------------------------------------------
+
+
+def _group_key(target: cst.BaseExpression) -> tuple[str, str] | None:
+    """(group variable, key) of ``group["lr"]``."""
+    if not (isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)):
+        return None
+    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return None
+    key = target.slice[0].slice.value
+    if not isinstance(key, cst.SimpleString):
+        return None
+    return target.value.value, key.evaluated_value  # type: ignore[return-value]
+
+
+@per_module
+def manual_lr_writes(ctx: Context) -> list[cst.Assign]:
+    """``for g in optimizer.param_groups: g["lr"] = lr`` written unconditionally in a loop:
+    a hand-written schedule. Every step then runs with this value, whatever ``lr=`` the
+    optimizer was built with."""
+    found = []
+    for assign in ctx.nodes(cst.Assign):
+        targets = assign.targets  # type: ignore[attr-defined]
+        key = _group_key(targets[0].target) if len(targets) == 1 else None
+        if key is None or key[1] != "lr":
+            continue
+        loop = ctx.enclosing(assign, (cst.For, cst.If))
+        if not isinstance(loop, cst.For) or dotted_name(loop.target) != key[0]:
+            continue
+        if method_name(cst.Call(func=loop.iter)) != "param_groups":  # type: ignore[arg-type]
+            continue
+        found.append(assign)
+    return found  # type: ignore[return-value]
+
+
+def group_dicts(call: cst.Call, ctx: Context) -> list[cst.Dict] | None:
+    """The parameter-group dicts of ``Optimizer([{...}, {...}], ...)`` (also through a name
+    bound once to the list), or None where the parameters are no visible group list."""
+    first = find_arg(call, "params", 0)
+    if first is None:
+        return None
+    value = first.value
+    if isinstance(value, cst.Name):
+        values = assigned_values(ctx, value.value)
+        value = values[0] if len(values) == 1 else value
+    if not isinstance(value, cst.List) or not value.elements:
+        return None
+    dicts = [element.value for element in value.elements]
+    return dicts if all(isinstance(d, cst.Dict) for d in dicts) else None  # type: ignore[return-value]
+
+
+def group_sets(group: cst.Dict, key: str) -> cst.DictElement | None:
+    """The ``"key": value`` entry of a parameter-group dict literal."""
+    for element in group.elements:
+        if (
+            isinstance(element, cst.DictElement)
+            and isinstance(element.key, cst.SimpleString)
+            and element.key.evaluated_value == key
+        ):
+            return element
+    return None
+
+
+def every_group_sets(call: cst.Call, ctx: Context, key: str) -> bool:
+    """Does every parameter group override the constructor's ``key`` (``weight_decay``)?"""
+    groups = group_dicts(call, ctx)
+    return bool(groups) and all(group_sets(g, key) is not None for g in groups)  # type: ignore[union-attr]
+
+
+def is_manual_step(statement: cst.CSTNode, ctx: Context) -> bool:
+    """A statement line that is one hand-written update (``p.data.add_(p.grad, alpha=-lr)``,
+    ``p -= lr * p.grad``): the optimizer step of a script without an optimizer."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    update = small.value if isinstance(small, cst.Expr) else small
+    return any(update is found for found in manual_updates(ctx))
+
+
+def _calls_backward(node: cst.CSTNode, ctx: Context) -> bool:
+    return any(method_name(call) == "backward" for call in ctx.nodes_within(node, cst.Call))  # type: ignore[arg-type]
+
+
+def is_manual_step_block(statement: cst.CSTNode, ctx: Context) -> bool:
+    """The largest statement around a hand-written update that runs no backward()
+    (``with torch.no_grad(): for p in model.parameters(): ...``): the step as a whole,
+    to move or dedent like ``optimizer.step()``."""
+    if not isinstance(statement, (cst.With, cst.For)) or _calls_backward(statement, ctx):
+        return False
+    if not any(ctx.within(statement, update) for update in manual_updates(ctx)):
+        return False
+    owner = ctx.enclosing(statement, (cst.BaseCompoundStatement, cst.FunctionDef))
+    return owner is not None and _calls_backward(owner, ctx)
+
+
+def is_manual_zero_grad(statement: cst.CSTNode) -> bool:
+    """``p.grad.zero_()``, ``p.grad.data.zero_()`` or ``p.grad = None`` on one line."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        name = dotted_name(small.value.func) or ""
+        return name.endswith((".grad.zero_", ".grad.data.zero_"))
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = dotted_name(small.targets[0].target) or ""
+        return (
+            target.endswith(".grad")
+            and isinstance(small.value, cst.Name)
+            and small.value.value == "None"
+        )
+    return False
