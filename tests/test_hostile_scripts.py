@@ -16,3 +16,14 @@ from hostile import PROBES
 def test_probe_holds(probe, tmp_path):
     observed, held = probe.run(tmp_path)
     assert held, f"{probe.name}: expected {probe.expected}, observed {observed}"
+
+
+def test_capped_trace_behaves_like_the_file_the_writer_expects(tmp_path):
+    from experiments.harness import tracecap
+
+    trace = tracecap.open_trace(tmp_path / "trace.jsonl")
+    assert not trace.closed
+    trace.write('{"kind": "start"}\n')
+    trace.flush()
+    trace.close()
+    assert trace.closed

@@ -70,6 +70,10 @@ class CappedTrace:
         self.dropped += 1
         return False
 
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
     def flush(self) -> None:
         self._handle.flush()
 
