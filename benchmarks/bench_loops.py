@@ -26,12 +26,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import torch
 
 from experiments import telemetry
-from experiments.loops import loop_names
+from experiments.loops import loop_names, mutant_main
 
 LOOPS = loop_names()
 BUDGET_S = {"char_lm": 8.0}  # every other loop: DEFAULT_BUDGET_S
@@ -77,22 +76,6 @@ def time_loop(loop: str, repeats: int) -> Timing:
         cpus.append(cpu)
     epochs = [r for r in reports if "epoch" in r]
     return Timing(loop, len(epochs), walls, cpus, epochs[-1])
-
-
-def mutant_main(loop: str, operator: str) -> Callable[[list[str]], None] | None:
-    """The loop's ``main`` with the first site of ``operator`` applied; None without a site."""
-    from mutations.registry import resolve
-    from mutator import SourceFile
-
-    path = LOOPS_DIR / f"{loop}.py"
-    source = SourceFile.from_path(str(path))
-    sites = source.find_sites([resolve(operator)])
-    if not sites:
-        return None
-    module = ModuleType(f"mutant_of_{loop}")
-    module.__file__ = str(path)
-    exec(compile(source.apply(sites[:1]).source, str(path), "exec"), module.__dict__)
-    return module.main
 
 
 def final_values(loop: str, main: Callable[[list[str]], None] | None) -> str:

@@ -6,8 +6,9 @@ this list, so a new loop file is picked up everywhere without editing a copy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_LOOPS = ROOT / "reference_loops"
@@ -29,3 +30,21 @@ def loop_paths(names: Sequence[str] | None = None, folder: Path = REFERENCE_LOOP
 def loop_names() -> tuple[str, ...]:
     """``("binary_cancer", "char_lm", ...)``: the stems of ``loop_paths()``."""
     return tuple(path.stem for path in loop_paths())
+
+
+def mutant_main(loop: str, operator: str) -> Callable[[list[str]], None] | None:
+    """The loop's ``main`` with the first site of ``operator`` applied, compiled under the
+    loop's own path (tracebacks read its lines); None when the loop has no site."""
+    # Imported here: listing loops must not load the engine and every operator.
+    from mutations.registry import resolve
+    from mutator import SourceFile
+
+    path = REFERENCE_LOOPS / f"{loop}.py"
+    source = SourceFile.from_path(str(path))
+    sites = source.find_sites([resolve(operator)])
+    if not sites:
+        return None
+    module = ModuleType(f"mutant_of_{loop}")
+    module.__file__ = str(path)
+    exec(compile(source.apply(sites[:1]).source, str(path), "exec"), module.__dict__)
+    return module.main

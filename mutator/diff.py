@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 _CONTEXT = 3
+
+
+def common_ends(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
+    """How many lines ``old`` and ``new`` share at the head and, after that, at the tail.
+
+    A mutant changes a few lines of a long file: difflib (quadratic at worst) then runs on
+    the part between the two only.
+    """
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return head, tail
 
 
 def unified_diff(
@@ -18,12 +34,7 @@ def unified_diff(
     before difflib runs (it is quadratic in the worst case) and hunk numbers shifted back.
     """
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
+    head, tail = common_ends(old, new)
     start = max(0, head - _CONTEXT)
     old_window = old[start : len(old) - max(0, tail - _CONTEXT)]
     new_window = new[start : len(new) - max(0, tail - _CONTEXT)]

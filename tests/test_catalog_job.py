@@ -7,6 +7,7 @@ import json
 import pandas as pd
 import pytest
 
+from experiments.catalog import CATALOG_FILES
 from experiments.cli import main
 
 pytestmark = pytest.mark.slow
@@ -31,16 +32,7 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "runs (0 cached)" in err and "catalog:" in err
     catalog = results / "catalog"
-    for name in (
-        "runs.parquet",
-        "runs.csv",
-        "curves.parquet",
-        "symptoms.csv",
-        "symptoms.md",
-        "study.md",
-        "report.html",
-        "sweep.json",
-    ):
+    for name in (*CATALOG_FILES, "sweep.json"):
         assert (catalog / name).is_file(), name
     runs = pd.read_parquet(catalog / "runs.parquet")
     # 2 seeds x (reference + drop_optimizer_step + scale_lr) + 2 noop seeds

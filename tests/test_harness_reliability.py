@@ -126,8 +126,10 @@ def test_memory_cap_by_polling_where_no_address_space_cap_applies(tmp_path):
     assert row["exit_code"] == -signal.SIGKILL
 
 
-SWEEP_PROGRAM = """
-import sys
+# A sweep in a child process (argv: results folder, script, run count), the same runs as
+# ``_specs``: what it does with them follows in each program.
+_SPECS_PROGRAM = """
+import json, sys
 from pathlib import Path
 from experiments.harness import RunSpec, run_sweep
 path = Path(sys.argv[2])
@@ -136,8 +138,8 @@ specs = [
             seed=s, loop="slow", timeout_s=60)
     for s in range(int(sys.argv[3]))
 ]
-run_sweep(specs, sys.argv[1], workers=2)
 """
+SWEEP_PROGRAM = _SPECS_PROGRAM + "run_sweep(specs, sys.argv[1], workers=2)\n"
 
 
 @pytest.mark.slow
@@ -209,19 +211,12 @@ def _specs(script: Path, count: int) -> list[RunSpec]:
     ]
 
 
-CONCURRENT_PROGRAM = """
-import json, sys
-from pathlib import Path
-from experiments.harness import RunSpec, run_sweep
-path = Path(sys.argv[2])
-specs = [
-    RunSpec(script=str(path), source=path.read_text(), argv=("--epochs", "2", "--seed", str(s)),
-            seed=s, loop="slow", timeout_s=60)
-    for s in range(int(sys.argv[3]))
-]
-rows = run_sweep(specs, sys.argv[1], workers=1)
+CONCURRENT_PROGRAM = (
+    _SPECS_PROGRAM
+    + """rows = run_sweep(specs, sys.argv[1], workers=1)
 print(json.dumps({row["key"]: row["cached"] for row in rows}))
 """
+)
 
 
 @pytest.mark.slow

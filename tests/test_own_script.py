@@ -45,7 +45,11 @@ def _tree(folder: Path) -> dict[str, str]:
     }
 
 
-def _catalog(capsys, results: Path, *args: str, seeds: int = 2) -> tuple[int, str]:
+def _catalog(
+    capsys, results: Path, *args: str, operators: str | None = None, seeds: int = 2
+) -> tuple[int, str]:
+    """``trainwreck catalog --loops custom`` on the project's ``train.py`` (every fixture's
+    entry point): the exit code and what it wrote to stderr."""
     code = cli.main(
         [
             "catalog",
@@ -55,11 +59,20 @@ def _catalog(capsys, results: Path, *args: str, seeds: int = 2) -> tuple[int, st
             str(seeds),
             "--workers",
             "2",
+            *(("--operators", operators) if operators else ()),
+            "loop.script=train.py",
             *args,
             f"results_dir={results}",
         ]
     )
     return code, capsys.readouterr().err
+
+
+def _catalog_ok(capsys, results: Path, *args: str, operators: str) -> tuple[pd.DataFrame, str]:
+    """``_catalog`` that must succeed: its runs table and stderr."""
+    code, err = _catalog(capsys, results, *args, operators=operators)
+    assert code == 0, err
+    return _runs(results), err
 
 
 def _runs(results: Path) -> pd.DataFrame:
@@ -76,20 +89,13 @@ def test_relative_data_and_checkpoint_never_touch_the_project(tmp_path, monkeypa
     (folder / "model.pt").write_text("the user's own checkpoint")
     monkeypatch.setenv("BLOBS_SCALE", "1.0")  # the caller's environment reaches the run
     before = _tree(folder)
-    code, err = _catalog(
-        capsys,
-        tmp_path / "results",
-        "--operators",
-        "scale_lr,drop_zero_grad",
-        "loop.script=train.py",
-        "loop.seed_arg=--seed",
+    runs, err = _catalog_ok(
+        capsys, tmp_path / "results", "loop.seed_arg=--seed", operators="scale_lr,drop_zero_grad"
     )
-    assert code == 0, err
     # model.pt overwritten and out/run.txt written by every run, two at a time: all in
     # private copies (the script checks that no other run changed its out/run.txt).
     assert _tree(folder) == before
     assert not (folder / "out").exists()
-    runs = _runs(tmp_path / "results")
     assert set(runs["status"]) == {"ok"}, runs[["identity", "status", "exc_message"]]
     assert runs["loop"].unique().tolist() == ["train"]  # its path from where it runs
     assert "identical curves" not in err  # the seed reaches the script
@@ -103,12 +109,7 @@ def test_a_failing_reference_stops_everything_with_its_reason(tmp_path, monkeypa
     folder = _project(tmp_path, "data_ckpt", monkeypatch)
     monkeypatch.setenv("BLOBS_SCALE", "1.0")
     code, err = _catalog(
-        capsys,
-        tmp_path / "results",
-        "--operators",
-        "scale_lr",
-        "loop.script=train.py",
-        'loop.argv="--bogus 3"',
+        capsys, tmp_path / "results", 'loop.argv="--bogus 3"', operators="scale_lr"
     )
     assert code == 1
     assert "did not end ok on seed 0: status invalid" in err
@@ -123,7 +124,7 @@ def test_a_failing_reference_stops_everything_with_its_reason(tmp_path, monkeypa
 @pytest.mark.slow
 def test_an_import_that_fails_stops_the_catalog(tmp_path, monkeypatch, capsys):
     _project(tmp_path, "import_fails", monkeypatch)
-    code, err = _catalog(capsys, tmp_path / "results", "loop.script=train.py")
+    code, err = _catalog(capsys, tmp_path / "results")
     assert code == 1
     assert "seed 0: status crash, ModuleNotFoundError: No module named" in err
     assert "trainwreck_fixture_vision_missing" in err  # from the stderr tail too
@@ -135,18 +136,14 @@ def test_an_import_that_fails_stops_the_catalog(tmp_path, monkeypatch, capsys):
 def test_configurator_with_key_value_arguments(tmp_path, monkeypatch, capsys):
     folder = _project(tmp_path, "configurator", monkeypatch)
     before = _tree(folder)
-    code, err = _catalog(
+    runs, err = _catalog_ok(
         capsys,
         tmp_path / "results",
-        "--operators",
-        "scale_lr",
-        "loop.script=train.py",
         'loop.argv="config/tiny.py --device=cpu --max_iters=20"',
         "loop.seed_arg=--seed",
         "loop.flag_style=equals",
+        operators="scale_lr",
     )
-    assert code == 0, err
-    runs = _runs(tmp_path / "results")
     assert set(runs["status"]) == {"ok"}
     reference = runs[(runs["identity"] == "none") & (runs["seed"] == 1)].iloc[0]
     assert json.loads(reference["argv"]) == [
@@ -164,17 +161,13 @@ def test_configurator_with_key_value_arguments(tmp_path, monkeypatch, capsys):
 def test_two_file_project_mutates_the_model_module(tmp_path, monkeypatch, capsys):
     folder = _project(tmp_path, "two_file", monkeypatch)
     before = _tree(folder)
-    code, err = _catalog(
+    runs, _ = _catalog_ok(
         capsys,
         tmp_path / "results",
-        "--operators",
-        "drop_activation,drop_zero_grad",
-        "loop.script=train.py",
         "loop.seed_arg=--seed",
         "loop.mutate=[model.py,train.py]",
+        operators="drop_activation,drop_zero_grad",
     )
-    assert code == 0, err
-    runs = _runs(tmp_path / "results")
     model_side = runs[runs["identity"] == "model.py::MLP.forward::drop_activation#0"]
     assert len(model_side) == 2
     assert model_side["target"].str.endswith("model.py").all()
@@ -189,13 +182,9 @@ def test_two_file_project_mutates_the_model_module(tmp_path, monkeypatch, capsys
 @pytest.mark.slow
 def test_self_seeding_script_is_flagged_once(tmp_path, monkeypatch, capsys):
     _project(tmp_path, "self_seeding", monkeypatch)
-    code, err = _catalog(
-        capsys, tmp_path / "results", "--operators", "scale_lr", "loop.script=train.py"
-    )
-    assert code == 0, err
+    runs, err = _catalog_ok(capsys, tmp_path / "results", operators="scale_lr")
     assert err.count("identical curves on seeds") == 1
     assert "loop.seed_arg=--seed" in err
-    runs = _runs(tmp_path / "results")
     references = runs[runs["identity"].isin(["none", "noop"])]
     assert references["seed_insensitive"].astype(bool).all()
 
@@ -203,22 +192,14 @@ def test_self_seeding_script_is_flagged_once(tmp_path, monkeypatch, capsys):
 @pytest.mark.slow
 def test_lbfgs_closure_and_hand_written_sgd_run_unchanged(tmp_path, monkeypatch, capsys):
     _project(tmp_path, "lbfgs", monkeypatch)  # loads traindata.pt from the current folder
-    code, err = _catalog(
-        capsys, tmp_path / "results", "--operators", "drop_zero_grad", "loop.script=train.py"
-    )
-    assert code == 0, err
-    runs = _runs(tmp_path / "results")
+    runs, err = _catalog_ok(capsys, tmp_path / "results", operators="drop_zero_grad")
     assert (runs.loc[runs["identity"] == "none", "status"] == "ok").all()
     assert (runs["backward_calls"] > 0).all()
 
     _project(tmp_path, "sgd_by_hand", monkeypatch)
     # drop_backward alone: the hand-written update also has step/zero_grad sites since
     # issue 14 (tests/test_ops_*), this checks the run and the crash summary.
-    code, err = _catalog(
-        capsys, tmp_path / "results2", "--operators", "drop_backward", "loop.script=train.py"
-    )
-    assert code == 0, err
-    runs = _runs(tmp_path / "results2")
+    runs, err = _catalog_ok(capsys, tmp_path / "results2", operators="drop_backward")
     mutants = runs[~runs["identity"].isin(["none", "noop"])]
     assert len(mutants) == 2 and (mutants["reached"].astype(bool)).all()  # drop_backward
     # The summary line: a count per status and one example's exception line.
@@ -229,11 +210,8 @@ def test_lbfgs_closure_and_hand_written_sgd_run_unchanged(tmp_path, monkeypatch,
 @pytest.mark.slow
 def test_a_branch_never_taken_is_unreached(tmp_path, monkeypatch, capsys):
     _project(tmp_path, "branch_never_taken", monkeypatch)
-    code, err = _catalog(
-        capsys, tmp_path / "results", "--operators", "scale_lr", "loop.script=train.py"
-    )
-    assert code == 0, err
-    runs = _runs(tmp_path / "results").set_index("identity")
+    runs, err = _catalog_ok(capsys, tmp_path / "results", operators="scale_lr")
+    runs = runs.set_index("identity")
     assert set(runs.loc["train.py::<module>::scale_lr#1", "status"]) == {"unreached"}
     assert (runs.loc["train.py::<module>::scale_lr#0", "reach_hits"] == 1).all()
     symptoms = pd.read_csv(tmp_path / "results" / "catalog" / "symptoms.csv")

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from experiments import telemetry
+from experiments.loops import mutant_main
 
 LOOPS_DIR = Path(__file__).resolve().parent.parent / "reference_loops"
 LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "mse_loss")
@@ -283,22 +284,6 @@ def test_default_budget_reaches_target_in_budget(name):
     assert run.cpu_s <= LOOPS[name].cpu_budget_s
 
 
-def _mutant_main(name: str, operator: str) -> Callable[[list[str]], None] | None:
-    """``main`` of the loop with the first site of ``operator`` applied; None without a site."""
-    from mutations.registry import resolve
-    from mutator import SourceFile
-
-    path = LOOPS_DIR / f"{name}.py"
-    source = SourceFile.from_path(str(path))
-    sites = source.find_sites([resolve(operator)])
-    if not sites:
-        return None
-    module = ModuleType(f"mutant_of_{name}")
-    module.__file__ = str(path)
-    exec(compile(source.apply(sites[:1]).source, str(path), "exec"), module.__dict__)
-    return module.main
-
-
 # The bugs the issue names: missing zero_grad, LR x100, eval mode during training, labels
 # shuffled (no site in the language models, whose labels are the text itself).
 PLANTED_BUGS = ("drop_zero_grad", "scale_lr", "eval_mode_before_training", "shuffle_labels")
@@ -312,7 +297,7 @@ def test_planted_bugs_visibly_change_the_curve(name):
     reference = run_loop(name, "--seed", "0").epochs[-1]
     checked = []
     for operator in PLANTED_BUGS:
-        main = _mutant_main(name, operator)
+        main = mutant_main(name, operator)
         if main is None:
             continue
         checked.append(operator)

@@ -92,20 +92,7 @@ def _write_sources(root: Path, cases: list[Case]) -> list[dict[str, Any]]:
                 kind = "mutant"
             (root / relative).parent.mkdir(parents=True, exist_ok=True)
             (root / relative).write_text(case.script.source, encoding="utf-8")
-            row = {
-                "kind": kind,
-                "path": str(relative),
-                "loop": case.loop,
-                "identity": truth.identity,
-                "target": _target(truth.identity),
-                "operators": list(truth.operators),
-                "categories": list(truth.categories),
-                "lines": list(truth.lines),
-                "mutant_lines": list(truth.mutant_lines),
-                "contexts": list(truth.contexts),
-                "seed": None,
-                "status": None,
-            }
+            row = _row(kind, relative, case, seed=None, status=None)
             if kind == "mutant":
                 truth_file.write(json.dumps(row) + "\n")
             rows.append(row)
@@ -122,24 +109,28 @@ def _write_runs(root: Path, runs: list[Case]) -> list[dict[str, Any]]:
         for name in (RESULT_FILE, TRACE_FILE):
             if (case.run_folder / name).exists():
                 shutil.copyfile(case.run_folder / name, target / name)
-        truth = case.truth
-        rows.append(
-            {
-                "kind": "run",
-                "path": str(Path("traces") / key),
-                "loop": case.loop,
-                "identity": truth.identity,
-                "target": _target(truth.identity),
-                "operators": list(truth.operators),
-                "categories": list(truth.categories),
-                "lines": list(truth.lines),
-                "mutant_lines": list(truth.mutant_lines),
-                "contexts": list(truth.contexts),
-                "seed": case.seed,
-                "status": case.result.get("status"),
-            }
-        )
+        rows.append(_row("run", Path("traces") / key, case, case.seed, case.result.get("status")))
     return rows
+
+
+def _row(kind: str, path: Path, case: Case, seed: int | None, status: Any) -> dict[str, Any]:
+    """One index row: where the file is, and the case's ground truth (same keys, same order,
+    for scripts and runs)."""
+    truth = case.truth
+    return {
+        "kind": kind,
+        "path": str(path),
+        "loop": case.loop,
+        "identity": truth.identity,
+        "target": _target(truth.identity),
+        "operators": list(truth.operators),
+        "categories": list(truth.categories),
+        "lines": list(truth.lines),
+        "mutant_lines": list(truth.mutant_lines),
+        "contexts": list(truth.contexts),
+        "seed": seed,
+        "status": status,
+    }
 
 
 def _target(identity: str) -> str | None:

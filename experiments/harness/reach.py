@@ -27,15 +27,11 @@ Region = dict[str, int]
 
 def regions(original: str, mutated: str) -> list[Region]:
     """The places where ``mutated`` differs from ``original`` (see the module docstring)."""
+    # Imported here: this module also runs in the child, which should not load the engine.
+    from mutator.diff import common_ends
+
     old, new = original.splitlines(), mutated.splitlines()
-    # A mutant changes a few lines: difflib (quadratic at worst, and once per mutant of a
-    # long script) sees only the part between the common head and tail.
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
+    head, tail = common_ends(old, new)  # difflib sees only the part between them
     found: list[Region] = []
     matcher = difflib.SequenceMatcher(
         a=old[head : len(old) - tail], b=new[head : len(new) - tail], autojunk=False

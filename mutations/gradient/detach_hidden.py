@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from mutator.context import Context
@@ -359,17 +361,23 @@ class _ForwardFlow:
                 unpacked |= targets
         return False
 
-    def is_model_output(self, site: cst.Assign, name: str) -> bool:
-        """Does the value reach ``return`` through no further layer (``output =
-        self.linear(h)`` collected into the returned list)? Then it is the model's output."""
-        flow, after = {name}, False
+    def _after(self, site: cst.Assign) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+        """The statements after ``site``, in source order, with the expression each computes
+        (statements that compute none are skipped)."""
+        after = False
         for statement in self.statements:
             if statement is site:
                 after = True
                 continue
             expression = self._expression(statement)
-            if not after or expression is None:
-                continue
+            if after and expression is not None:
+                yield statement, expression
+
+    def is_model_output(self, site: cst.Assign, name: str) -> bool:
+        """Does the value reach ``return`` through no further layer (``output =
+        self.linear(h)`` collected into the returned list)? Then it is the model's output."""
+        flow = {name}
+        for statement, expression in self._after(site):
             uses = bool(identifiers_in(expression, self.ctx) & flow)
             plain = uses and not self._applies_layer(expression)
             if isinstance(statement, cst.Return):
@@ -392,14 +400,7 @@ class _ForwardFlow:
         ):
             return True  # the next iteration feeds it to the layer again
         flow = {name}
-        after = False
-        for statement in self.statements:
-            if statement is site:
-                after = True
-                continue
-            expression = self._expression(statement)
-            if not after or expression is None:
-                continue
+        for statement, expression in self._after(site):
             if identifiers_in(expression, self.ctx) & flow:
                 if self._applies_layer(expression):
                     return True

@@ -30,6 +30,21 @@ class _MissingCall(LintRule):
                 yield calls[self.at][0], self.message
 
 
+class _CallBefore(LintRule):
+    """In one loop body, an ``early`` call comes before the first ``late`` call it should
+    follow; reported at the ``early`` call."""
+
+    early = ""
+    late = ""
+    message = ""
+
+    def check(self, script: Script) -> Report:
+        for sequence in ordered(script, (self.late, self.early)):
+            call = first_of(sequence, self.early, self.late)
+            if call is not None:
+                yield call, self.message
+
+
 class MissingZeroGrad(_MissingCall):
     """A function calls backward() and an optimizer step but never zero_grad(), and never
     resets ``.grad`` by hand: gradients accumulate across steps. Reported at the backward()."""
@@ -297,7 +312,7 @@ def _accumulates(script: Script, loop: Node, step: cst.Call, zero_grads: list[cs
     return beside and not any(script.ctx.within(loop, z) for z in zero_grads)
 
 
-class ClipBeforeBackward(LintRule):
+class ClipBeforeBackward(_CallBefore):
     """Gradient clipping runs before backward() in the same loop: it clips stale gradients."""
 
     code = "TW107"
@@ -328,14 +343,12 @@ class ClipBeforeBackward(LintRule):
         ),
     )
 
-    def check(self, script: Script) -> Report:
-        for sequence in ordered(script, ("backward", "clip")):
-            clip = first_of(sequence, "clip", "backward")
-            if clip is not None:
-                yield clip, "gradient clipping before backward(): it clips stale gradients"
+    early = "clip"
+    late = "backward"
+    message = "gradient clipping before backward(): it clips stale gradients"
 
 
-class SchedulerBeforeOptimizer(LintRule):
+class SchedulerBeforeOptimizer(_CallBefore):
     """``scheduler.step()`` before ``optimizer.step()`` in one loop body: the first learning
     rate is skipped (PyTorch warns about it)."""
 
@@ -367,8 +380,6 @@ class SchedulerBeforeOptimizer(LintRule):
         ),
     )
 
-    def check(self, script: Script) -> Report:
-        for sequence in ordered(script, ("opt_step", "sched_step")):
-            step = first_of(sequence, "sched_step", "opt_step")
-            if step is not None:
-                yield step, "scheduler.step() before optimizer.step()"
+    early = "sched_step"
+    late = "opt_step"
+    message = "scheduler.step() before optimizer.step()"
