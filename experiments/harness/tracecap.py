@@ -70,6 +70,11 @@ class CappedTrace:
         self.dropped += 1
         return False
 
+    @property
+    def closed(self) -> bool:
+        """The writer's periodic flush asks this before writing (it may race close())."""
+        return self._handle.closed
+
     def flush(self) -> None:
         self._handle.flush()
 
