@@ -38,7 +38,10 @@ def test_catalog_why_names_the_equivalence_and_only_for_that_loop():
         {"loop": "my_script", "device": "cpu", "identity": identity},
     ]
     symptoms = pd.DataFrame(
-        [{**row, "operator": operator, "measured": "silent", "label_fractions": "{}"} for row in rows]
+        [
+            {**row, "operator": operator, "measured": "silent", "label_fractions": "{}"}
+            for row in rows
+        ]
     )
     annotated = _annotate_symptoms(symptoms, operator_info([operator]))
     why = dict(zip(annotated["loop"], annotated["why"]))
