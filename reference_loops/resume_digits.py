@@ -11,7 +11,8 @@ curve is bitwise identical to an uninterrupted run (``--resume-at 0``) on CPU.
 Checkpoints live in a temporary directory that is removed at exit.
 Expected initial loss: ln 10 = 2.303 (balanced classes, small logits at init).
 Target: val accuracy >= 0.95.
-Default budget: 16 epochs, resume after 8, batch 64, lr 3e-3 halved every 5 epochs (about 0.4 s on one CPU thread).
+Default budget: 16 epochs, resume after 8, batch 64, lr 3e-3 times 0.7 every 5 epochs
+(about 0.4 s on one CPU thread).
 
 Run: ``python reference_loops/resume_digits.py --epochs 16 --seed 0 --device cpu``
 """
