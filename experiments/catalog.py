@@ -61,6 +61,7 @@ from experiments.symptoms import (
     judge,
     noop_false_positives,
 )
+from experiments.symptoms.equivalents import why_equivalent
 from experiments.symptoms.sequential import Decision, decisions
 from experiments.trace import RESULT_FIELDS, RESULT_FILE, TRACE_FILE
 from experiments.unreached import judge_reached
@@ -470,10 +471,15 @@ def _annotate_symptoms(
         "agrees",
         [None if exp is None else exp == got for exp, got in zip(expected, symptoms["measured"])],
     )
+    # A declared equivalent mutant (measured, experiments/symptoms/equivalents.py) says so
+    # instead of an unexplained "silent".
     symptoms.insert(
         position + 3,
         "why",
-        [disagreement(row, exp) for row, exp in zip(symptoms.to_dict("records"), expected)],
+        [
+            why_equivalent(row["loop"], row["identity"]) or disagreement(row, exp)
+            for row, exp in zip(symptoms.to_dict("records"), expected)
+        ],
     )
     symptoms.insert(position + 4, "summary", [info.summary if info else "" for info in infos])
     order = {severity: index for index, severity in enumerate(SEVERITY_ORDER)}

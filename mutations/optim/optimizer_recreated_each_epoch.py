@@ -7,6 +7,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator, Replacement
 from mutator.semantics import (
+    constructor_kind,
     dotted_name,
     find_arg,
     mentions,
@@ -22,6 +23,34 @@ def _is_stateful(call: cst.Call, optimizer: str) -> bool:
         return True
     momentum = find_arg(call, "momentum", 2)
     return momentum is not None and number_value(momentum.value) != 0
+
+
+def _schedulers(statements: list[cst.CSTNode], optimizer: str, ctx: Context) -> list[str]:
+    """Names of LR schedulers built from ``optimizer`` by these statements."""
+    names = []
+    for statement in statements:
+        assign = single_assignment(statement)
+        if assign is None or not isinstance(assign.value, cst.Call):
+            continue
+        target = dotted_name(assign.targets[0].target)
+        if (
+            target is not None
+            and constructor_kind(assign.value, ctx) == "scheduler"
+            and mentions(assign.value, optimizer, ctx)
+        ):
+            names.append(target)
+    return names
+
+
+def _reattach(optimizer: str, previous: str, schedulers: list[str]) -> list[cst.CSTNode]:
+    """Carry the old optimizer's LR settings over and point its schedulers at the new one,
+    so the mutant loses only the optimizer state, not the LR schedule."""
+    code = [
+        f"for group, old in zip({optimizer}.param_groups, {previous}.param_groups):\n"
+        "    group.update({key: value for key, value in old.items() if key != 'params'})\n",
+        *(f"{scheduler}.optimizer = {optimizer}\n" for scheduler in schedulers),
+    ]
+    return [cst.parse_statement(text) for text in code]
 
 
 def _is_epoch_loop(loop: cst.CSTNode, ctx: Context) -> bool:
@@ -40,9 +69,11 @@ class OptimizerRecreatedEachEpoch(Operator):
     Bug: ``optimizer = Adam(model.parameters(), ...)`` inside the epoch loop. Impact: the
     optimizer state is thrown away every epoch: Adam's moment estimates and bias
     correction restart (large, noisy first steps each epoch), SGD momentum restarts from
-    zero; a scheduler still drives the old optimizer, so the new one keeps the initial LR
-    and the schedule silently stops working. Loss curves show a bump at each epoch
-    boundary. Plain SGD without momentum has no state and is not a site. Fix: build the
+    zero. Loss curves show a bump at each epoch boundary. An LR scheduler built before
+    the loop is kept attached (the new optimizer takes the old one's LR settings and the
+    scheduler is pointed at it), so the mutant measures the lost state alone, not a
+    schedule that silently stops (that is ``drop_scheduler_step``'s bug). Plain SGD
+    without momentum has no state and is not a site. Fix: build the
     optimizer (and scheduler) once, before the loop; reload its ``state_dict`` when
     resuming. Check: assert ``id(optimizer)`` is constant across epochs; plot per-step loss
     (spikes at epoch starts) and the LR actually used.
@@ -50,7 +81,10 @@ class OptimizerRecreatedEachEpoch(Operator):
 
     name = "optimizer_recreated_each_epoch"
     category = "optim"
-    summary = "Build the optimizer inside the epoch loop: its state (moments, momentum) resets."
+    summary = (
+        "Build the optimizer inside the epoch loop: its state (moments, momentum) resets; "
+        "a scheduler stays attached."
+    )
     expected = "degrades"
     node_types = (cst.SimpleStatementLine,)
     examples = (
@@ -89,7 +123,11 @@ class OptimizerRecreatedEachEpoch(Operator):
                     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
                     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 5)
                     for epoch in range(10):
+                        previous_optimizer = optimizer
                         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+                        for group, old in zip(optimizer.param_groups, previous_optimizer.param_groups):
+                            group.update({key: value for key, value in old.items() if key != 'params'})
+                        scheduler.optimizer = optimizer
                         for x, y in loader:
                             step(model, optimizer, x, y)
                         scheduler.step()
@@ -121,8 +159,11 @@ class OptimizerRecreatedEachEpoch(Operator):
         """,
     )
 
-    def _plan(self, node: cst.CSTNode, ctx: Context) -> tuple[str, cst.CSTNode, bool] | None:
-        """(optimizer name, epoch loop, whether code before the loop still needs the original)."""
+    def _plan(
+        self, node: cst.CSTNode, ctx: Context
+    ) -> tuple[str, cst.CSTNode, bool, list[str]] | None:
+        """(optimizer name, epoch loop, whether code before the loop still needs the
+        original, the schedulers built from it there)."""
         assign = single_assignment(node)
         if assign is None:
             return None
@@ -141,7 +182,7 @@ class OptimizerRecreatedEachEpoch(Operator):
                 ):
                     return None
                 needed = any(mentions(other, name, ctx) for other in between)
-                return name, statement, needed
+                return name, statement, needed, _schedulers(between, name, ctx)
             between.append(statement)
         return None
 
@@ -149,12 +190,20 @@ class OptimizerRecreatedEachEpoch(Operator):
         plan = self._plan(node, ctx)
         if plan is None:
             return None
-        _, loop, needed = plan
+        name, loop, needed, schedulers = plan
         assert isinstance(loop, (cst.For, cst.While)) and isinstance(loop.body, cst.IndentedBlock)
         first = loop.body.body[0]
-        inside = node.with_changes(leading_lines=first.leading_lines)
+        inserted: list[cst.CSTNode] = [node]
+        if schedulers:
+            previous = "previous_" + name.rsplit(".", 1)[-1]
+            inserted = [
+                cst.parse_statement(f"{previous} = {name}\n"),
+                node,
+                *_reattach(name, previous, schedulers),
+            ]
+        inserted[0] = inserted[0].with_changes(leading_lines=first.leading_lines)
         edits: dict[cst.CSTNode, Replacement] = {
-            first: cst.FlattenSentinel([inside, first.with_changes(leading_lines=())])
+            first: cst.FlattenSentinel([*inserted, first.with_changes(leading_lines=())])
         }
         if not needed:
             edits[node] = cst.RemoveFromParent()
