@@ -31,6 +31,7 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys, monkeypatch):
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "runs (0 cached)" in err and "catalog:" in err
+    assert "agrees with the declared one for" in err and "mutants mislead" in err
     catalog = results / "catalog"
     for name in (*CATALOG_FILES, "sweep.json"):
         assert (catalog / name).is_file(), name
@@ -85,3 +86,20 @@ def test_catalog_user_errors_are_one_line(tmp_path, capsys):
     assert "did you mean drop_zero_grad" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert not any(tmp_path.iterdir()), "nothing written on bad input"
+
+
+def test_summary_prints_agreement_misleads_and_the_noop_rate_with_its_interval(capsys):
+    from types import SimpleNamespace
+
+    from experiments.catalog_job import _print_summary
+
+    control = {"noop_sets": 20, "noop_sets_not_silent": 1, "set_fpr": 0.05}
+    control["set_fpr_ci"] = (0.009, 0.236)
+    summary = SimpleNamespace(
+        control=control, agreement=(60, 80), misleads=7, n_mutants=80, n_loops=2, out_dir="x"
+    )
+    _print_summary(summary)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "1 of 20 seed-sets not silent (false-positive rate 5%, 95% CI 1%-24%)" in text
+    assert "agrees with the declared one for 60 of 80 mutants (75%); 7 mutants mislead" in text
