@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.adaptive import adaptive_sweep  # noqa: E402
-from experiments.harness import spec as harness_spec  # noqa: E402
 from experiments.catalog import build_tables, load_runs, stopping_decisions  # noqa: E402
 from experiments.catalog_job import NOOP_SEED_OFFSET, _parser, _plan  # noqa: E402
+from experiments.harness import spec as harness_spec  # noqa: E402
 from experiments.trace import RESULT_FILE  # noqa: E402
 
 MAX = 20
@@ -93,7 +93,9 @@ def main() -> int:
         by_mutant.setdefault(json.dumps(spec.mutant, sort_keys=True, default=str), []).append(spec)
     absent = [group for group in by_mutant.values() if all(s.key not in rows for s in group)]
     if absent:
-        print(f"{len(absent)} mutants planned today are not in {results}: left out", file=sys.stderr)
+        print(
+            f"{len(absent)} mutants planned today are not in {results}: left out", file=sys.stderr
+        )
         left_out = {spec.key for group in absent for spec in group}
         specs = [spec for spec in specs if spec.key not in left_out]
     missing = [spec.key for spec in specs if spec.key not in rows]

@@ -267,9 +267,7 @@ def test_slower_ignores_load_that_cpu_time_does_not_show():
 def test_slower_falls_back_to_step_cost_then_wall_time():
     # Runs recorded before the harness wrote CPU time: the median step time x steps.
     ref = reference_of(step_cost_s=[0.50, 0.52, 0.49, 0.51, 0.50], train_time_s=[1.0] * 5)
-    assert judge_run({"status": "ok", "step_cost_s": 0.52, "train_time_s": 3.0}, ref) == [
-        "silent"
-    ]
+    assert judge_run({"status": "ok", "step_cost_s": 0.52, "train_time_s": 3.0}, ref) == ["silent"]
     assert judge_run({"status": "ok", "step_cost_s": 0.9, "train_time_s": 1.1}, ref) == ["slower"]
     # Nothing but wall time: the wall factor (2.5x) applies.
     wall_only = reference_of(train_time_s=[1.0, 1.1, 0.9, 1.0, 1.0])
