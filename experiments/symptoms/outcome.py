@@ -227,7 +227,7 @@ COSTS = (
                   _memory_growth, needs_finished_run=False,
                   hint="memory grows step after step")),
     declare(Label("slower", "outcome", "cost_only",
-                  "training cost 1.5x the reference's CPU time or more (2.5x its wall time "
-                  "where CPU time was not measured)", _slower,
+                  "training cost 1.5x the reference's or more (CPU time; else step time x "
+                  "steps; 2.5x on wall time alone)", _slower,
                   hint="training takes noticeably longer")),
 )  # fmt: skip
