@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from experiments.adaptive import adaptive_sweep  # noqa: E402
 from experiments.catalog import build_tables, load_runs, stopping_decisions  # noqa: E402
 from experiments.catalog_job import NOOP_SEED_OFFSET, _parser, _plan  # noqa: E402
+from experiments.harness import spec as harness_spec  # noqa: E402
 from experiments.trace import RESULT_FILE  # noqa: E402
 
 MAX = 20
@@ -78,9 +79,25 @@ def main() -> int:
     loops = tuple(args.loops.split(","))
     seeds = tuple(range(MAX))
     control = tuple(NOOP_SEED_OFFSET + seed for seed in range(MAX))
+    rows = stored_rows(results)
+    # Keys hold the harness version: plan with the one the stored catalog was recorded with,
+    # so a later harness (that would rerun them) still replays the same runs.
+    versions = {row.get("harness_version") for row in rows.values()}
+    if len(versions) == 1 and None not in versions:
+        harness_spec.HARNESS_VERSION = versions.pop()
     plan_args = _parser().parse_args([f"results_dir={results}"])
     specs, _, n_classes, *_ = _plan(loops, seeds, control, plan_args, {})
-    rows = stored_rows(results)
+    # Operators added after the catalog was recorded have no runs in it: replayed without.
+    by_mutant: dict[str, list] = {}
+    for spec in specs:
+        by_mutant.setdefault(json.dumps(spec.mutant, sort_keys=True, default=str), []).append(spec)
+    absent = [group for group in by_mutant.values() if all(s.key not in rows for s in group)]
+    if absent:
+        print(
+            f"{len(absent)} mutants planned today are not in {results}: left out", file=sys.stderr
+        )
+        left_out = {spec.key for group in absent for spec in group}
+        specs = [spec for spec in specs if spec.key not in left_out]
     missing = [spec.key for spec in specs if spec.key not in rows]
     if missing:
         print(f"{len(missing)} planned runs are not stored in {results}", file=sys.stderr)

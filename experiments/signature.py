@@ -55,6 +55,11 @@ Feature reference (units in brackets):
   the steps after the first 10% [MB per step]; ``peak_rss_mb``.
 - ``time_per_step``: median seconds between optimizer steps; ``train_time_s``: seconds from
   the first to the last training loss (the training itself, without start-up); ``wall_s``.
+- ``cpu_time_s``: CPU seconds (user+sys) of the run's own process from the script's start to
+  its end, without the held-out evaluation (end record ``cpu_s``; ``None`` for runs recorded
+  before the harness wrote it); ``step_cost_s``: the median interval between training losses
+  x their number, ``train_time_s`` without the intervals the load (or an evaluation) stalled.
+  Both measure the run's cost where wall time measures the machine's load too.
 """
 
 from __future__ import annotations
@@ -120,6 +125,8 @@ FEATURES = (
     "time_per_step",
     "train_time_s",
     "wall_s",
+    "cpu_time_s",
+    "step_cost_s",
 )
 
 
@@ -160,6 +167,7 @@ def signature_of(
     features.update(_holdout_features(kinds.get("holdout", []), features))
     features.update(_step_features(kinds.get("step", [])))
     features.update(_counter_features(kinds, result))
+    features.update(_cost_features(kinds, source))
     if features["time_per_step"] is None and features["wall_s"] and features["optimizer_steps"]:
         # Without per-step timing, wall time per step is the next best (includes start-up).
         features["time_per_step"] = float(features["wall_s"]) / int(features["optimizer_steps"])
@@ -433,6 +441,21 @@ def _counter_features(kinds: Kinds, result: Mapping[str, Any]) -> dict[str, Feat
     for key in ("peak_rss_mb", "wall_s"):
         if result.get(key) is not None:
             out[key] = float(result[key])
+    return out
+
+
+def _cost_features(kinds: Kinds, source: str) -> dict[str, Feature]:
+    out: dict[str, Feature] = {}
+    end = kinds.get("end") or [{}]
+    cpu = end[-1].get("cpu_s")
+    if isinstance(cpu, int | float) and math.isfinite(cpu):
+        out["cpu_time_s"] = float(cpu)
+    # Per batch, not per optimizer step: a mutant that steps once per epoch does the same
+    # work per batch, and its one long step interval would read as a cost.
+    times = floats([r.get("t") for r in kinds.get(source, [])])
+    gaps = np.diff(times[np.isfinite(times)])
+    if gaps.size >= 2:
+        out["step_cost_s"] = float(np.median(gaps)) * gaps.size
     return out
 
 

@@ -12,6 +12,7 @@ from fixtures_runs import NOOP_SEEDS, REFERENCE_SEEDS, RunSpec, write_run, write
 from scipy.stats import mannwhitneyu
 
 from experiments.catalog import build_tables, load_runs
+from experiments.signature import signature
 from experiments.symptoms import (
     LABELS,
     Reference,
@@ -248,6 +249,47 @@ def test_grad_in_eval_needs_real_eval_forwards():
     # 460 training forwards without a backward count as eval forwards: not this bug
     lost_backward = {"status": "ok", "eval_grad_frac": 0.92, "eval_forwards": 500}
     assert judge_run(lost_backward, ref) == ["silent"]
+
+
+def test_slower_ignores_load_that_cpu_time_does_not_show():
+    # Wall time 3x the reference's (a loaded machine), CPU time as the reference's: no cost.
+    ref = reference_of(
+        cpu_time_s=[1.00, 1.02, 0.98, 1.01, 0.99], train_time_s=[1.0, 1.1, 0.9, 1.0, 1.0]
+    )
+    loaded = {"status": "ok", "cpu_time_s": 1.03, "train_time_s": 3.2}
+    assert judge_run(loaded, ref) == ["silent"]
+    heavier = {"status": "ok", "cpu_time_s": 1.8, "train_time_s": 1.9}
+    assert judge_run(heavier, ref) == ["slower"]
+    # Under the factor (1.5x) a consistent CPU increase is not yet a cost.
+    assert judge_run({"status": "ok", "cpu_time_s": 1.3, "train_time_s": 1.3}, ref) == ["silent"]
+
+
+def test_slower_falls_back_to_step_cost_then_wall_time():
+    # Runs recorded before the harness wrote CPU time: the median step time x steps.
+    ref = reference_of(step_cost_s=[0.50, 0.52, 0.49, 0.51, 0.50], train_time_s=[1.0] * 5)
+    assert judge_run({"status": "ok", "step_cost_s": 0.52, "train_time_s": 3.0}, ref) == ["silent"]
+    assert judge_run({"status": "ok", "step_cost_s": 0.9, "train_time_s": 1.1}, ref) == ["slower"]
+    # Nothing but wall time: the wall factor (2.5x) applies.
+    wall_only = reference_of(train_time_s=[1.0, 1.1, 0.9, 1.0, 1.0])
+    assert judge_run({"status": "ok", "train_time_s": 2.0}, wall_only) == ["silent"]
+    assert judge_run({"status": "ok", "train_time_s": 2.6}, wall_only) == ["slower"]
+
+
+def test_step_cost_leaves_out_stalls_but_counts_heavier_steps():
+    def trace(gaps: list[float], cpu_s: float | None = None) -> list[dict]:
+        times = np.concatenate([[0.0], np.cumsum(gaps)])
+        records = [{"kind": "backward", "t": float(t), "i": i, "loss": 1.0 / (i + 1)}
+                   for i, t in enumerate(times)]  # fmt: skip
+        return [*records, {"kind": "end", "t": float(times[-1]), "cpu_s": cpu_s}]
+
+    steady = signature(trace([0.001] * 100, cpu_s=0.2), {}, n_classes=None)
+    # A third of the steps stalled 10x by other processes: wall time nearly 4x.
+    stalled = signature(trace([0.001, 0.001, 0.01] * 33 + [0.001]), {}, n_classes=None)
+    heavier = signature(trace([0.002] * 100), {}, n_classes=None)
+    assert steady["cpu_time_s"] == 0.2 and stalled["cpu_time_s"] is None
+    assert stalled["train_time_s"] > 3 * steady["train_time_s"]
+    assert stalled["step_cost_s"] == pytest.approx(steady["step_cost_s"])
+    assert heavier["step_cost_s"] == pytest.approx(2 * steady["step_cost_s"])
 
 
 def test_lower_val_loss_is_too_good_only_on_the_same_loss_scale():

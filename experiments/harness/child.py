@@ -121,6 +121,9 @@ def _seed_everything(seed: int, device: str) -> None:
 
 def _run(config: dict[str, Any], source: str) -> int:
     started = time.perf_counter()
+    # CPU seconds (user+sys, all threads) of this process: the run's own cost, which the
+    # load of a shared machine barely moves, unlike wall time (the ``slower`` label).
+    cpu_started = time.process_time()
     # Only the end record written below carries it (the script cannot reach it by name).
     nonce = config.pop("nonce", None)
     run_dir = Path(config["run_dir"])
@@ -174,6 +177,8 @@ def _run(config: dict[str, Any], source: str) -> int:
         """Write the end record; returns the process's exit code."""
         telemetry_api.set_sink(None)
         counters: dict[str, Any] = {**telemetry.finish(), "telemetry": observed}
+        # Read before the held-out evaluation: its cost is the harness's, not the script's.
+        cpu_s = round(time.process_time() - cpu_started, 4)
         # -- held-out evaluation: only a script that ended normally has a trained model --
         if capture is not None and _exit_code(error) == 0:
             telemetry.remove()  # the evaluation's forwards and losses are not the run's
@@ -192,6 +197,7 @@ def _run(config: dict[str, Any], source: str) -> int:
             nonfinite=list(writer.first_nonfinite) if writer.first_nonfinite else None,
             peak_cuda_mb=telemetry.peak_cuda_mb,
             wall_s=round(time.perf_counter() - started, 4),
+            cpu_s=cpu_s,
             reach=project.reach_counts(),
             trace_dropped=tracecap.dropped(),
             nonce=nonce,

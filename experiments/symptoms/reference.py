@@ -48,6 +48,8 @@ SPREAD_FLOORS: dict[str, tuple[float, float]] = {
     "mem_growth_mb_per_step": (0.01, 0.1),
     "time_per_step": (1e-4, 0.1),
     "train_time_s": (0.05, 0.1),
+    "cpu_time_s": (0.05, 0.1),
+    "step_cost_s": (0.01, 0.1),
 }
 JUDGED_FEATURES = tuple(SPREAD_FLOORS)
 
