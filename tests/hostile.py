@@ -361,16 +361,47 @@ def ctrl_c(folder: Path) -> Outcome:
          f"results_dir={results}", "budget.default_timeout_s=60"],
         cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(results.glob("runs/*/*/trace.jsonl")):
+    # A fresh environment compiles torch's modules on first import: the first run can take
+    # minutes to start there, so wait for it rather than interrupting the imports.
+    deadline = time.monotonic() + 240
+    while (
+        time.monotonic() < deadline
+        and process.poll() is None
+        and not list(results.glob("runs/*/*/trace.jsonl"))
+    ):
         time.sleep(0.2)
+    started = bool(list(results.glob("runs/*/*/trace.jsonl")))
     time.sleep(0.5)
     process.send_signal(signal.SIGINT)
     try:
-        _, stderr = process.communicate(timeout=30)
+        _, stderr = process.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         process.kill()
-        return "still running 30 s after Ctrl-C", False
+        _, stderr = process.communicate()
+        where = "during a run" if started else "before the first run started"
+        tail = " | ".join(stderr.strip().splitlines()[-3:])
+        return f"still running 60 s after Ctrl-C {where}; stderr: {tail}", False
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    held = process.returncode == 130 and "Traceback" not in stderr
+    return f"exit {process.returncode}, last line: {lines[-1] if lines else ''}", held
+
+
+def ctrl_c_while_loading(folder: Path) -> Outcome:
+    """Ctrl-C one second in, while Hydra and torch are still loading (native imports)."""
+    (folder / "hang.py").write_text("import time\nwhile True:\n    time.sleep(0.1)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "experiments.run", "loop=custom", "loop.script=hang.py",
+         f"results_dir={folder / 'results'}"],
+        cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return "still running 60 s after Ctrl-C", False
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     held = process.returncode == 130 and "Traceback" not in stderr
     return f"exit {process.returncode}, last line: {lines[-1] if lines else ''}", held
@@ -460,6 +491,12 @@ PROBES: tuple[Probe, ...] = (
         quiz_user_errors,
     ),
     Probe("Ctrl-C in python -m experiments.run", "exit 130, no traceback", ctrl_c, slow=True),
+    Probe(
+        "Ctrl-C while python -m experiments.run is still loading",
+        "exit 130, no traceback",
+        ctrl_c_while_loading,
+        slow=True,
+    ),
     Probe("result.json and sweep.json under umask 077", "group-readable (0644)", group_readable),
     Probe("PermissionError on a shared folder", "exit 2, one line", permission_denied),
 )

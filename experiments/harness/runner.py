@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments import interrupt
 from experiments.harness import reach, reaper, seal, store, workdir
 from experiments.harness import status as rules
 from experiments.harness.child import NONCE_ENV, SPEC_FILE, STDERR_FILE, STDOUT_FILE, run_forked
@@ -291,6 +292,7 @@ class Runner:
         try:
             if method == "fork":
                 warm_up()
+                interrupt.ready()  # loaded: Ctrl-C raises again, and the runs are ended
                 started = time.monotonic()
                 held = (*tuple(active.lock for active in self._active.values()), lock)
                 sys.stdout.flush()
@@ -300,6 +302,7 @@ class Runner:
                     os.environ.update(child_environment(gpu))  # before CUDA starts there
                     run_forked({**config, "nonce": nonce}, main_source, close_fds=held)
             else:
+                interrupt.ready()
                 started = time.monotonic()
                 process = _spawn(folder, {**child_environment(gpu), NONCE_ENV: nonce})
                 pid = process.pid
