@@ -39,6 +39,7 @@ class Script:
 
     def __init__(self, source: str, path: str) -> None:
         self.path = path
+        self._units: dict[int, Scope] = {}  # unit() memo, by node id
         self.file = SourceFile(source, target=path)  # MutationError on a syntax error
         self.ctx: Context = self.file.context
         self.calls: list[cst.Call] = list(self.ctx.nodes(cst.Call))
@@ -51,6 +52,17 @@ class Script:
                 self._record(target.target, assign.value, assign)
         self._bind_constructor_arguments()
         self._kinds = {id(call): self._classify(call) for call in self.calls}
+        # By enclosing function (or module), built once: rules that asked each call's or
+        # assignment's unit per function or per eval() made linting quadratic.
+        self._calls_by_unit: dict[int, list[cst.Call]] = {}
+        for call in self.calls:
+            self._calls_by_unit.setdefault(id(self.unit(call)), []).append(call)
+        self._assignments_by_unit: dict[tuple[str, int], list[tuple[Node, cst.BaseExpression]]] = {}
+        for name, assigned in self.assignments.items():
+            for where, value in assigned:
+                self._assignments_by_unit.setdefault((name, id(self.unit(where))), []).append(
+                    (where, value)
+                )
 
     def _bind_constructor_arguments(self) -> None:
         """``self.optimizer = optimizer`` in ``__init__`` takes the value passed at
@@ -109,7 +121,19 @@ class Script:
         return start.line, start.column + 1
 
     def unit(self, node: Node) -> Scope:
-        return self.ctx.enclosing_function(node) or self.ctx.module
+        """The function ``node`` is in (the module outside any function); memoised."""
+        found = self._units.get(id(node))
+        if found is None:
+            found = self._units[id(node)] = self.ctx.enclosing_function(node) or self.ctx.module
+        return found
+
+    def calls_in_unit(self, unit: Scope) -> list[cst.Call]:
+        """The calls whose ``unit`` is ``unit``, in document order."""
+        return self._calls_by_unit.get(id(unit), [])
+
+    def assignments_in_unit(self, name: str, unit: Scope) -> list[tuple[Node, cst.BaseExpression]]:
+        """``assignments[name]`` made in ``unit`` itself, in document order."""
+        return self._assignments_by_unit.get((name, id(unit)), [])
 
     def scope(self, node: Node) -> Scope:
         for ancestor in self.ctx.ancestors(node):
@@ -199,8 +223,8 @@ class Script:
         unit = self.unit(at)
         candidates = [
             value
-            for where, value in self.assignments.get(expr.value, [])
-            if self.unit(where) is unit and self.before(where, at)
+            for where, value in self.assignments_in_unit(expr.value, unit)
+            if self.before(where, at)
         ]
         return candidates[-1] if candidates else expr
 
