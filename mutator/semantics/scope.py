@@ -209,6 +209,19 @@ def _positional_index(function: cst.FunctionDef, name: str) -> int | None:
     return next((i for i, param in enumerate(positional) if param.name.value == name), None)
 
 
+@per_module
+def _calls_by_callee(ctx: Context) -> dict[tuple[bool, str], list[cst.Call]]:
+    """Calls by ``(False, f)`` for ``f(...)`` and ``(True, m)`` for ``x.m(...)``, in
+    document order: asking every call per function made this quadratic in the file."""
+    index: dict[tuple[bool, str], list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        if isinstance(call.func, cst.Name):
+            index.setdefault((False, call.func.value), []).append(call)
+        elif (method := method_name(call)) is not None:
+            index.setdefault((True, method), []).append(call)
+    return index
+
+
 def argument_values(
     function: cst.FunctionDef, name: str, ctx: Context
 ) -> list[tuple[cst.BaseExpression, cst.CSTNode]]:
@@ -221,15 +234,11 @@ def argument_values(
     if is_method and index is not None:
         index -= 1  # ``self`` is bound, callers do not pass it
     found = []
-    for call in ctx.nodes(cst.Call):
-        if is_method and function.name.value == "__init__":
-            calls_it = isinstance(call.func, cst.Name) and call.func.value == owner.name.value  # type: ignore[union-attr, attr-defined]
-        elif is_method:
-            calls_it = method_name(call) == function.name.value  # type: ignore[arg-type]
-        else:
-            calls_it = isinstance(call.func, cst.Name) and call.func.value == function.name.value  # type: ignore[attr-defined]
-        if not calls_it:
-            continue
+    if is_method and function.name.value == "__init__":
+        callers = (False, owner.name.value)  # type: ignore[union-attr]
+    else:
+        callers = (is_method, function.name.value)
+    for call in _calls_by_callee(ctx).get(callers, []):
         arg = find_arg(call, keyword=name, position=index)  # type: ignore[arg-type]
         if arg is not None:
             found.append((arg.value, call))

@@ -67,35 +67,37 @@ class Script:
     def _bind_constructor_arguments(self) -> None:
         """``self.optimizer = optimizer`` in ``__init__`` takes the value passed at
         ``Trainer(model, torch.optim.SGD(...))``: trainer classes get their optimizer that way."""
+        # Indexed once (inits by class, ``self.x = name`` assignments, calls by callee):
+        # scanning them all per class made this quadratic in the file.
+        inits: dict[int, cst.FunctionDef] = {}
+        for function in self.functions.get("__init__", []):
+            inits.setdefault(id(self.ctx.parent(self.ctx.parent(function))), function)
+        self_names = [
+            (target, where, value)
+            for target, assigned in self.assignments.items()
+            if target.startswith("self.")
+            for where, value in assigned
+            if isinstance(value, cst.Name)
+        ]
+        callers: dict[str | None, list[cst.Call]] = {}
+        for call in self.calls:
+            callers.setdefault(callee_name(call), []).append(call)
         for cls in self.ctx.nodes(cst.ClassDef):
-            init = next(
-                (
-                    f
-                    for f in self.functions.get("__init__", [])
-                    if self.ctx.parent(self.ctx.parent(f)) is cls
-                ),
-                None,
-            )
+            init = inits.get(id(cls))
             if init is None:
                 continue
             params = [p.name.value for p in init.params.params][1:]
             stored = {}
-            for target, assigned in list(self.assignments.items()):
-                for where, value in assigned:
-                    if (
-                        target.startswith("self.")
-                        and isinstance(value, cst.Name)
-                        and value.value in params
-                        and self.ctx.within(init, where)
-                    ):
-                        stored[value.value] = target
-            for call in self.calls:
-                if callee_name(call) != cls.name.value:
-                    continue
+            for target, where, value in self_names:
+                if value.value in params and self.ctx.within(init, where):
+                    stored[value.value] = target
+            for call in callers.get(cls.name.value, []):
                 for index, param in enumerate(params):
                     arg = find_arg(call, keyword=param, position=index)
                     if arg is not None and param in stored:
                         self.assignments.setdefault(stored[param], []).append((call, arg.value))
+                        if isinstance(arg.value, cst.Name):  # later classes see it, as before
+                            self_names.append((stored[param], call, arg.value))
 
     def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, where: Node) -> None:
         if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple):
