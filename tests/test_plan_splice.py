@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from experiments import sweep as sweeps
-from experiments.harness import RunSpec, run_sweep
-from experiments.harness import reach
+from experiments.harness import RunSpec, reach, run_sweep
 from experiments.harness.spec import Splice, source_sha
 from mutator import SourceFile
 from mutator.diff import unified_diff
