@@ -253,18 +253,16 @@ def values_of(
     key = _binding_key(expr)
     if key is None or depth > 4:
         return []
-    candidates = [(a.value, a.node) for a in assignments(ctx, key)]
-    if key.startswith("self."):
-        here_class = ctx.enclosing(at, cst.ClassDef)
-        same_class = [(v, n) for v, n in candidates if _enclosing_class(n, ctx) is here_class]
-        candidates = same_class or candidates
-    else:
-        function = enclosing_function(at, ctx)
-        local = [(v, n) for v, n in candidates if enclosing_function(n, ctx) is function]
-        if local:
-            candidates = local
-        elif function is not None and is_parameter(function, key):
-            candidates = argument_values(function, key, ctx) or candidates
+    everywhere = assignments(ctx, key)
+    if key.startswith("self."):  # the class's own assignments, else every one
+        owner: cst.CSTNode | None = ctx.enclosing(at, cst.ClassDef)
+    else:  # the function's own assignments, else what callers pass, else every one
+        owner = enclosing_function(at, ctx)
+    chosen = _assignments_by_owner(ctx).get((key, owner), everywhere)
+    candidates = [(a.value, a.node) for a in chosen]
+    by_parameter = chosen is everywhere and not key.startswith("self.") and owner is not None
+    if by_parameter and is_parameter(owner, key):  # type: ignore[arg-type]
+        candidates = argument_values(owner, key, ctx) or candidates  # type: ignore[arg-type]
     values = []
     for value, node in candidates:
         if _binding_key(value) is not None:
@@ -272,6 +270,19 @@ def values_of(
         else:
             values.append(value)
     return values
+
+
+@per_module
+def _assignments_by_owner(ctx: Context) -> dict[tuple[str, cst.CSTNode | None], list[Assignment]]:
+    """``assignments`` by name and owner: the enclosing class for ``self.`` names, the
+    enclosing function for others. ``values_of`` filtered a name's every assignment per
+    question, which made site finding quadratic in the file."""
+    index: dict[tuple[str, cst.CSTNode | None], list[Assignment]] = {}
+    for name, found in _assignments_by_name(ctx).items():
+        owner_of = _enclosing_class if name.startswith("self.") else enclosing_function
+        for assignment in found:
+            index.setdefault((name, owner_of(assignment.node, ctx)), []).append(assignment)
+    return index
 
 
 @per_node
