@@ -22,6 +22,7 @@ from mutator.context import Context
 from mutator.cst_internals import code_at_depth, statement_offsets
 from mutator.diff import unified_diff_lines
 from mutator.operator import Edits, Operator, Replacement
+from mutator.rewrite import Apply, render_module
 from mutator.semantics.roles import site_context
 from mutator.splice import Lines, TextEdit
 
@@ -293,7 +294,7 @@ class SourceFile:
         pieces, cursor, shifts, spliced = [], 0, [], []
         for unit in sorted(units, key=lambda node: offsets[id(node)][0]):
             start, end = offsets[id(unit)]
-            transformed = unit.visit(_Apply(edits, path))
+            transformed = unit.visit(Apply(edits, path))
             if not isinstance(transformed, cst.CSTNode):
                 whole = render_module(self.module, edits, path)
                 return whole, whole, ((0, len(self.source), whole),)
@@ -356,38 +357,6 @@ class SourceFile:
             if isinstance(block, cst.IndentedBlock)
         ]
         return code_at_depth(self.module, node, indents)
-
-
-def render_module(
-    module: cst.Module, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]
-) -> str:
-    """The mutated source by re-rendering the whole module (the reference implementation)."""
-    return module.visit(_Apply(edits, path)).code
-
-
-class _Apply(cst.CSTTransformer):
-    """Replaces the edited nodes; descends only along paths that lead to an edit."""
-
-    def __init__(self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]):
-        super().__init__()
-        self._edits = edits
-        self._path = path
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return id(node) in self._path and id(node) not in self._edits
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
-        edit = self._edits.get(id(original_node))
-        if edit is not None:
-            return edit[1]
-        if id(original_node) not in self._path:
-            return updated_node
-        # A removal may empty a statement line or a block: keep the code valid.
-        if isinstance(updated_node, cst.SimpleStatementLine) and not updated_node.body:
-            return cst.RemoveFromParent()
-        if isinstance(updated_node, cst.IndentedBlock) and not updated_node.body:
-            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
-        return updated_node
 
 
 # -- higher-order mutants ---------------------------------------------------------------
