@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.harness import reach
-from experiments.harness.spec import RunSpec, source_sha
+from experiments.harness.spec import RunSpec, Splice, source_sha
 from experiments.project_files import mutated_files
 from mutations.registry import all_operators, all_variants, operator_classes, resolve
 from mutator import MutationError, Operator, SourceFile
@@ -210,7 +210,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
         except FileNotFoundError as error:
             raise SweepError(str(error)) from None
         context = _context(path, folder, files)
-        variants: list[tuple[dict | None, str, str | None, Path]] = []
+        variants: list[tuple[dict | None, str | Splice, str | None, Path]] = []
         if sweep.reference or not operators:
             variants.append((None, source, None, path))
         if operators:
@@ -297,7 +297,9 @@ def _context(script: Path, folder: Path, files: list[Path]) -> tuple[str, ...]:
 
 def _mutants(
     path: Path, target: str, source: str, operators: list[Operator], sites: str
-) -> list[tuple[dict | None, str, str | None]]:
+) -> list[tuple[dict | None, str | Splice, str | None]]:
+    """Each selected mutant of ``source``: its manifest entry, its source as a ``Splice``
+    (the file's text once, each mutant's edits; see ``Splice``) and an invalid reason."""
     try:
         parsed = SourceFile(source, target)
         found = parsed.find_sites(operators)
@@ -308,7 +310,7 @@ def _mutants(
         found = [s for s in found if not (s.operator.label in seen or seen.add(s.operator.label))]
     elif sites != ALL:
         found = [s for s in found if fnmatch.fnmatchcase(s.identity, sites)]
-    result: list[tuple[dict | None, str, str | None]] = []
+    result: list[tuple[dict | None, str | Splice, str | None]] = []
     for site in found:
         try:
             mutant = parsed.apply([site])
@@ -331,9 +333,11 @@ def _mutants(
             **mutant.manifest_entry(),
             "diff": mutant.diff,
             "target": target,
-            "reach_regions": reach.regions(source, mutant.source),
+            "reach_regions": reach.regions_of_lines(
+                parsed.lines.bare, *parsed.lines.of_mutant(mutant.source, mutant.edits, False)
+            ),
         }
-        result.append((entry, mutant.source, None))
+        result.append((entry, Splice(source, mutant.edits, mutant.sha256), None))
     return result
 
 

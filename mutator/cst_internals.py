@@ -23,16 +23,28 @@ class _OffsetState(CodegenState):
         super().__init__(**kwargs)
         self.offsets: dict[int, tuple[int, int]] = {}
         self._starts: dict[int, int] = {}
+        self._counted = 0  # tokens whose length is in _length
+        self._length = 0
 
     # Tokens also arrive through add_indent_tokens and leave through pop_trailing_newline,
     # so the position is the length of the tokens so far, not a counter kept in add_token.
+    # It is summed incrementally (the list only grows until the module's final pop):
+    # summing every token per statement made this quadratic in the file's size.
+    def _position(self) -> int:
+        tokens = self.tokens
+        if len(tokens) < self._counted:  # a token was popped: count again
+            self._counted, self._length = 0, 0
+        self._length += sum(map(len, tokens[self._counted :]))
+        self._counted = len(tokens)
+        return self._length
+
     def before_codegen(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.BaseStatement):
-            self._starts[id(node)] = sum(map(len, self.tokens))
+            self._starts[id(node)] = self._position()
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.BaseStatement):
-            self.offsets[id(node)] = (self._starts.pop(id(node)), sum(map(len, self.tokens)))
+            self.offsets[id(node)] = (self._starts.pop(id(node)), self._position())
 
 
 def statement_offsets(module: cst.Module) -> tuple[str, dict[int, tuple[int, int]]]:

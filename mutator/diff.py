@@ -10,17 +10,22 @@ _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 _CONTEXT = 3
 
 
-def common_ends(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
+def common_ends(
+    old: Sequence[str], new: Sequence[str], known_head: int = 0, known_tail: int = 0
+) -> tuple[int, int]:
     """How many lines ``old`` and ``new`` share at the head and, after that, at the tail.
 
     A mutant changes a few lines of a long file: difflib (quadratic at worst) then runs on
-    the part between the two only.
+    the part between the two only. ``known_head``/``known_tail``: lines the caller knows
+    are shared at each end (``mutator.splice``), so only the lines between are compared;
+    the answer is the same as without them.
     """
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
+    shortest = min(len(old), len(new))
+    head = min(known_head, shortest)
+    while head < shortest and old[head] == new[head]:
         head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+    tail = min(known_tail, shortest - head)
+    while tail < shortest - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
     return head, tail
 
@@ -33,8 +38,16 @@ def unified_diff(
     A mutant changes a few lines of a long file, so the common head and tail are cut
     before difflib runs (it is quadratic in the worst case) and hunk numbers shifted back.
     """
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    head, tail = common_ends(old, new)
+    return unified_diff_lines(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), target
+    )
+
+
+def unified_diff_lines(
+    old: list[str], new: list[str], target: str, known_head: int = 0, known_tail: int = 0
+) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """``unified_diff`` on lines split with their ends; ``known_*`` as in ``common_ends``."""
+    head, tail = common_ends(old, new, known_head, known_tail)
     start = max(0, head - _CONTEXT)
     old_window = old[start : len(old) - max(0, tail - _CONTEXT)]
     new_window = new[start : len(new) - max(0, tail - _CONTEXT)]

@@ -20,9 +20,11 @@ from libcst.metadata import MetadataWrapper
 
 from mutator.context import Context
 from mutator.cst_internals import code_at_depth, statement_offsets
-from mutator.diff import unified_diff
+from mutator.diff import unified_diff_lines
 from mutator.operator import Edits, Operator, Replacement
+from mutator.rewrite import Apply, render_module
 from mutator.semantics.roles import site_context
+from mutator.splice import Lines, TextEdit
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
 PART_SEPARATOR = "+"
@@ -78,6 +80,8 @@ class Mutant:
     mutant_lines: tuple[int, ...]  # the same places, numbered in the mutated source
     params: tuple[dict[str, Any], ...] = ()
     contexts: tuple[str, ...] = ()  # each part's static context (``Site.context``)
+    # ``source`` as edits to the original's text: a sweep keeps these, not the source.
+    edits: tuple[TextEdit, ...] = field(default=(), compare=False, repr=False)
 
     def manifest_entry(self) -> dict[str, Any]:
         return {
@@ -151,6 +155,7 @@ class SourceFile:
         self._scope_of = indexer.scope_of
         self.context = Context(self._wrapper, indexer.by_type, indexer.parent_of)
         self._statement_offsets: dict[int, tuple[int, int]] | None = None
+        self._lines: Lines | None = None
         self.pragma_lines = {
             number for number, line in enumerate(source.splitlines(), 1) if PRAGMA.search(line)
         }
@@ -222,7 +227,7 @@ class SourceFile:
             for second in sites[index + 1 :]:
                 if first.overlaps(second):
                     raise MutationError(f"sites overlap: {first.identity} and {second.identity}")
-        source, changed = self._render(*self._edits_and_path(sites))
+        source, changed, text_edits = self._render(*self._edits_and_path(sites))
         identity = PART_SEPARATOR.join(site.identity for site in sites)
         try:
             compile(changed, self.target, "exec")
@@ -232,7 +237,10 @@ class SourceFile:
             ) from None
         if source == self.source:
             raise MutationError(f"engine bug: mutant {identity} equals the original")
-        diff, lines, mutant_lines = unified_diff(self.source, source, self.target)
+        new_lines, head, tail = self.lines.of_mutant(source, text_edits, keepends=True)
+        diff, lines, mutant_lines = unified_diff_lines(
+            self.lines.kept, new_lines, self.target, head, tail
+        )
         return Mutant(
             identity=identity,
             parts=tuple(site.identity for site in sites),
@@ -245,7 +253,15 @@ class SourceFile:
             mutant_lines=mutant_lines,
             params=tuple(dict(site.operator.params) for site in sites),
             contexts=tuple(site.context for site in sites),
+            edits=text_edits,
         )
+
+    @property
+    def lines(self) -> Lines:
+        """The original's lines, split once for every mutant's diff."""
+        if self._lines is None:
+            self._lines = Lines(self.source)
+        return self._lines
 
     def _edits_and_path(self, sites: Sequence[Site]):
         edits: dict[int, tuple[cst.CSTNode, Replacement]] = {}
@@ -265,25 +281,26 @@ class SourceFile:
     # -- rendering ------------------------------------------------------------------
     def _render(
         self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]
-    ) -> tuple[str, str]:
+    ) -> tuple[str, str, tuple[TextEdit, ...]]:
         """The mutated source (edited statements re-rendered and spliced into the original
         text, or the whole module when an edit reaches module level), and the module-level
         statements that changed: those must compile (the whole mutant, per mutant, made
-        planning quadratic)."""
+        planning quadratic), and the source as edits to the original's text."""
         units = self._splice_units(edits)
         if units is None:
             whole = render_module(self.module, edits, path)
-            return whole, whole
+            return whole, whole, ((0, len(self.source), whole),)
         offsets = self._offsets()
-        pieces, cursor, shifts = [], 0, []
+        pieces, cursor, shifts, spliced = [], 0, [], []
         for unit in sorted(units, key=lambda node: offsets[id(node)][0]):
             start, end = offsets[id(unit)]
-            transformed = unit.visit(_Apply(edits, path))
+            transformed = unit.visit(Apply(edits, path))
             if not isinstance(transformed, cst.CSTNode):
                 whole = render_module(self.module, edits, path)
-                return whole, whole
+                return whole, whole, ((0, len(self.source), whole),)
             pieces.append(self.source[cursor:start])
             pieces.append(self._codegen_nested(unit, transformed))
+            spliced.append((start, end, pieces[-1]))
             shifts.append((end, len(pieces[-1]) - (end - start)))
             cursor = end
         pieces.append(self.source[cursor:])
@@ -295,7 +312,7 @@ class SourceFile:
         tops = {id(top): top for top in (self._top_statement(unit) for unit in units)}
         spans = sorted(offsets[key] for key in tops)
         changed = "\n".join(source[moved(start) : moved(end)] for start, end in spans)
-        return source, changed
+        return source, changed, tuple(spliced)
 
     def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode:
         """The module-level statement that holds ``node``."""
@@ -340,38 +357,6 @@ class SourceFile:
             if isinstance(block, cst.IndentedBlock)
         ]
         return code_at_depth(self.module, node, indents)
-
-
-def render_module(
-    module: cst.Module, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]
-) -> str:
-    """The mutated source by re-rendering the whole module (the reference implementation)."""
-    return module.visit(_Apply(edits, path)).code
-
-
-class _Apply(cst.CSTTransformer):
-    """Replaces the edited nodes; descends only along paths that lead to an edit."""
-
-    def __init__(self, edits: dict[int, tuple[cst.CSTNode, Replacement]], path: set[int]):
-        super().__init__()
-        self._edits = edits
-        self._path = path
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return id(node) in self._path and id(node) not in self._edits
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
-        edit = self._edits.get(id(original_node))
-        if edit is not None:
-            return edit[1]
-        if id(original_node) not in self._path:
-            return updated_node
-        # A removal may empty a statement line or a block: keep the code valid.
-        if isinstance(updated_node, cst.SimpleStatementLine) and not updated_node.body:
-            return cst.RemoveFromParent()
-        if isinstance(updated_node, cst.IndentedBlock) and not updated_node.body:
-            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
-        return updated_node
 
 
 # -- higher-order mutants ---------------------------------------------------------------

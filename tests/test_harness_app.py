@@ -111,7 +111,7 @@ def test_config_becomes_runs_with_argv_seeds_and_limits():
     assert all(
         s.mem_cap_mb == 512 and s.loop.startswith("tests/scripts/train_tiny@") for s in specs
     )
-    assert specs[2].mutant["diff"] and "zero_grad" not in specs[2].source
+    assert specs[2].mutant["diff"] and "zero_grad" not in specs[2].text()
 
 
 def test_all_operators_with_all_sites_and_shards_partition_the_mutants():

@@ -186,7 +186,7 @@ def test_model_side_mutants_name_their_file_and_run_the_script_unchanged():
     reference, mutant = specs
     assert mutant.identity == "model.py::MLP.forward::drop_activation#0"
     assert mutant.target.endswith("model.py") and mutant.script.endswith("train.py")
-    assert mutant.mutant["reach_regions"] and "relu" not in mutant.source
+    assert mutant.mutant["reach_regions"] and "relu" not in mutant.text()
     assert reference.key != mutant.key and reference.context == mutant.context
 
 

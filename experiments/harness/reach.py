@@ -27,11 +27,18 @@ Region = dict[str, int]
 
 def regions(original: str, mutated: str) -> list[Region]:
     """The places where ``mutated`` differs from ``original`` (see the module docstring)."""
+    return regions_of_lines(original.splitlines(), mutated.splitlines())
+
+
+def regions_of_lines(
+    old: list[str], new: list[str], known_head: int = 0, known_tail: int = 0
+) -> list[Region]:
+    """``regions`` on lines split without their ends; ``known_head``/``known_tail``: lines
+    known to be shared at each end (``mutator.splice``), which are not compared again."""
     # Imported here: this module also runs in the child, which should not load the engine.
     from mutator.diff import common_ends
 
-    old, new = original.splitlines(), mutated.splitlines()
-    head, tail = common_ends(old, new)  # difflib sees only the part between them
+    head, tail = common_ends(old, new, known_head, known_tail)  # difflib sees the rest only
     found: list[Region] = []
     matcher = difflib.SequenceMatcher(
         a=old[head : len(old) - tail], b=new[head : len(new) - tail], autojunk=False

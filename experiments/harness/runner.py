@@ -247,10 +247,10 @@ class Runner:
         invocation = spec.cwd or os.getcwd()
         script = os.path.abspath(spec.script)
         module_target = spec.target if spec.target and not _same_file(spec.target, script) else None
-        main_source, source_path = spec.source, script
+        main_source, source_path = spec.text(), script
         if spec.mutant is not None:
             mutant_path = str(folder / MUTANT_FILE)
-            Path(mutant_path).write_text(spec.source, encoding="utf-8")
+            Path(mutant_path).write_text(main_source, encoding="utf-8")
             if module_target:  # the script runs as it is; the import hook serves the mutant
                 main_source = Path(script).read_text(encoding="utf-8")
             else:

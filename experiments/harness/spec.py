@@ -34,6 +34,30 @@ def source_sha(source: str) -> str:
 
 
 @dataclass(frozen=True)
+class Splice:
+    """A mutant's source held as its file's text and the edits that make it.
+
+    The text is one string shared by every mutant of the file, so a sweep over a long
+    script holds it once plus a few hundred bytes per mutant instead of every mutant's
+    full source. ``sha256`` is the rendered source's digest, computed once at planning
+    (the cache key needs it; a cached run never renders). Two splices are equal when
+    their sources are, as two ``str`` sources would be.
+    """
+
+    base: str = field(compare=False, repr=False)
+    edits: tuple[tuple[int, int, str], ...] = field(compare=False, repr=False)
+    sha256: str = ""
+
+    def render(self) -> str:
+        pieces, cursor = [], 0
+        for start, end, text in self.edits:
+            pieces += (self.base[cursor:start], text)
+            cursor = end
+        pieces.append(self.base[cursor:])
+        return "".join(pieces)
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """One run: a source (the script itself or a mutant of it), argv, seed and device.
 
@@ -46,12 +70,13 @@ class RunSpec:
     ``cwd`` is the folder the script is run from (a private mirror of it, see
     ``workdir``; None: the folder the harness was started from). ``target`` is the file the
     mutant changes when it is not the script (a module the script imports); ``source`` is
-    then that module's mutated text and the script runs as it is. ``context`` holds what
+    then that module's mutated text and the script runs as it is. ``source`` may be a
+    ``Splice`` (what a sweep plans): ``text()`` renders it when the run starts. ``context`` holds what
     else decides the outcome (the project's files' digests, the folder): it joins the key.
     """
 
     script: str
-    source: str
+    source: str | Splice
     argv: tuple[str, ...] = ()
     seed: int = 0
     device: str = "cpu"
@@ -87,7 +112,13 @@ class RunSpec:
 
     @property
     def sha256(self) -> str:
+        if isinstance(self.source, Splice):
+            return self.source.sha256
         return source_sha(self.source)
+
+    def text(self) -> str:
+        """The source the run executes (a ``Splice`` is rendered here, not kept)."""
+        return self.source.render() if isinstance(self.source, Splice) else self.source
 
     @property
     def key(self) -> str:

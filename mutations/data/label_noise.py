@@ -16,6 +16,7 @@ from mutator.semantics import (
     variables_read,
     with_arg_value,
 )
+from mutator.semantics.cache import per_node
 
 _INT_HINTS = ("torch.long", "torch.int", ".long()", "LongTensor", "randint", "argmax", "int64")
 
@@ -23,11 +24,16 @@ _INT_HINTS = ("torch.long", "torch.int", ".long()", "LongTensor", "randint", "ar
 _FLOAT_HINTS = ("torch.float", ".float()", "float32", "float64", "FloatTensor", "torch.double")
 
 
+@per_node  # every site of a long file walks the same definitions: render each once
+def _code(expr: cst.BaseExpression, ctx: Context) -> str:
+    return code_of(expr)
+
+
 def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
     """ "int" or "float" from the dtype evidence nearest to ``labels`` along its definitions."""
     level, seen = [labels], set()
     for _ in range(4):
-        texts = [code_of(expr) for expr in level]
+        texts = [_code(expr, ctx) for expr in level]
         if any(hint in text for text in texts for hint in _FLOAT_HINTS):
             return "float"
         if any(hint in text for text in texts for hint in _INT_HINTS):

@@ -190,7 +190,8 @@ def manual_updates(ctx: Context) -> list[cst.CSTNode]:
     return found
 
 
-def step_closures(ctx: Context) -> set[str]:
+@per_module  # asked per function: scanning every call each time was quadratic
+def step_closures(ctx: Context) -> frozenset[str]:
     """Names of local functions handed to ``.step(...)`` as a closure (LBFGS): the step
     runs them, so their backward() has its optimizer step outside them."""
     names = set()
@@ -201,7 +202,7 @@ def step_closures(ctx: Context) -> set[str]:
                     arg.keyword is None or arg.keyword.value == "closure"
                 ):
                     names.add(arg.value.value)
-    return names
+    return frozenset(names)
 
 
 # -- hand-written schedules and parameter groups ----------------------------------------------

@@ -209,6 +209,19 @@ def _positional_index(function: cst.FunctionDef, name: str) -> int | None:
     return next((i for i, param in enumerate(positional) if param.name.value == name), None)
 
 
+@per_module
+def _calls_by_callee(ctx: Context) -> dict[tuple[bool, str], list[cst.Call]]:
+    """Calls by ``(False, f)`` for ``f(...)`` and ``(True, m)`` for ``x.m(...)``, in
+    document order: asking every call per function made this quadratic in the file."""
+    index: dict[tuple[bool, str], list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        if isinstance(call.func, cst.Name):
+            index.setdefault((False, call.func.value), []).append(call)
+        elif (method := method_name(call)) is not None:
+            index.setdefault((True, method), []).append(call)
+    return index
+
+
 def argument_values(
     function: cst.FunctionDef, name: str, ctx: Context
 ) -> list[tuple[cst.BaseExpression, cst.CSTNode]]:
@@ -221,15 +234,11 @@ def argument_values(
     if is_method and index is not None:
         index -= 1  # ``self`` is bound, callers do not pass it
     found = []
-    for call in ctx.nodes(cst.Call):
-        if is_method and function.name.value == "__init__":
-            calls_it = isinstance(call.func, cst.Name) and call.func.value == owner.name.value  # type: ignore[union-attr, attr-defined]
-        elif is_method:
-            calls_it = method_name(call) == function.name.value  # type: ignore[arg-type]
-        else:
-            calls_it = isinstance(call.func, cst.Name) and call.func.value == function.name.value  # type: ignore[attr-defined]
-        if not calls_it:
-            continue
+    if is_method and function.name.value == "__init__":
+        callers = (False, owner.name.value)  # type: ignore[union-attr]
+    else:
+        callers = (is_method, function.name.value)
+    for call in _calls_by_callee(ctx).get(callers, []):
         arg = find_arg(call, keyword=name, position=index)  # type: ignore[arg-type]
         if arg is not None:
             found.append((arg.value, call))
@@ -244,18 +253,16 @@ def values_of(
     key = _binding_key(expr)
     if key is None or depth > 4:
         return []
-    candidates = [(a.value, a.node) for a in assignments(ctx, key)]
-    if key.startswith("self."):
-        here_class = ctx.enclosing(at, cst.ClassDef)
-        same_class = [(v, n) for v, n in candidates if _enclosing_class(n, ctx) is here_class]
-        candidates = same_class or candidates
-    else:
-        function = enclosing_function(at, ctx)
-        local = [(v, n) for v, n in candidates if enclosing_function(n, ctx) is function]
-        if local:
-            candidates = local
-        elif function is not None and is_parameter(function, key):
-            candidates = argument_values(function, key, ctx) or candidates
+    everywhere = assignments(ctx, key)
+    if key.startswith("self."):  # the class's own assignments, else every one
+        owner: cst.CSTNode | None = ctx.enclosing(at, cst.ClassDef)
+    else:  # the function's own assignments, else what callers pass, else every one
+        owner = enclosing_function(at, ctx)
+    chosen = _assignments_by_owner(ctx).get((key, owner), everywhere)
+    candidates = [(a.value, a.node) for a in chosen]
+    by_parameter = chosen is everywhere and not key.startswith("self.") and owner is not None
+    if by_parameter and is_parameter(owner, key):  # type: ignore[arg-type]
+        candidates = argument_values(owner, key, ctx) or candidates  # type: ignore[arg-type]
     values = []
     for value, node in candidates:
         if _binding_key(value) is not None:
@@ -263,6 +270,19 @@ def values_of(
         else:
             values.append(value)
     return values
+
+
+@per_module
+def _assignments_by_owner(ctx: Context) -> dict[tuple[str, cst.CSTNode | None], list[Assignment]]:
+    """``assignments`` by name and owner: the enclosing class for ``self.`` names, the
+    enclosing function for others. ``values_of`` filtered a name's every assignment per
+    question, which made site finding quadratic in the file."""
+    index: dict[tuple[str, cst.CSTNode | None], list[Assignment]] = {}
+    for name, found in _assignments_by_name(ctx).items():
+        owner_of = _enclosing_class if name.startswith("self.") else enclosing_function
+        for assignment in found:
+            index.setdefault((name, owner_of(assignment.node, ctx)), []).append(assignment)
+    return index
 
 
 @per_node

@@ -124,11 +124,7 @@ class IdenticalInputsAndTargets(LintRule):
         for function in script.ctx.nodes(cst.FunctionDef):
             values = {}
             for name in ("x", "y"):
-                found = [
-                    v
-                    for where, v in script.assignments.get(name, [])
-                    if script.unit(where) is function
-                ]
+                found = [v for _, v in script.assignments_in_unit(name, function)]
                 if len(found) == 1:
                     values[name] = script.ctx.code(found[0])
             if len(values) == 2 and values["x"] == values["y"]:

@@ -194,8 +194,8 @@ class EvalWithoutNoGrad(LintRule):
             unit = script.unit(switch)
             statement = script.ctx.statement_of(switch)
             block = list(script.ctx.following_statements(statement)) if statement else []
-            for call in script.calls:
-                if dotted_name(call.func) != model or script.unit(call) is not unit:
+            for call in script.calls_in_unit(unit):
+                if dotted_name(call.func) != model:
                     continue
                 if not any(script.ctx.within(s, call) for s in block):
                     continue

@@ -39,6 +39,7 @@ class Script:
 
     def __init__(self, source: str, path: str) -> None:
         self.path = path
+        self._units: dict[int, Scope] = {}  # unit() memo, by node id
         self.file = SourceFile(source, target=path)  # MutationError on a syntax error
         self.ctx: Context = self.file.context
         self.calls: list[cst.Call] = list(self.ctx.nodes(cst.Call))
@@ -51,39 +52,52 @@ class Script:
                 self._record(target.target, assign.value, assign)
         self._bind_constructor_arguments()
         self._kinds = {id(call): self._classify(call) for call in self.calls}
+        # By enclosing function (or module), built once: rules that asked each call's or
+        # assignment's unit per function or per eval() made linting quadratic.
+        self._calls_by_unit: dict[int, list[cst.Call]] = {}
+        for call in self.calls:
+            self._calls_by_unit.setdefault(id(self.unit(call)), []).append(call)
+        self._assignments_by_unit: dict[tuple[str, int], list[tuple[Node, cst.BaseExpression]]] = {}
+        for name, assigned in self.assignments.items():
+            for where, value in assigned:
+                self._assignments_by_unit.setdefault((name, id(self.unit(where))), []).append(
+                    (where, value)
+                )
 
     def _bind_constructor_arguments(self) -> None:
         """``self.optimizer = optimizer`` in ``__init__`` takes the value passed at
         ``Trainer(model, torch.optim.SGD(...))``: trainer classes get their optimizer that way."""
+        # Indexed once (inits by class, ``self.x = name`` assignments, calls by callee):
+        # scanning them all per class made this quadratic in the file.
+        inits: dict[int, cst.FunctionDef] = {}
+        for function in self.functions.get("__init__", []):
+            inits.setdefault(id(self.ctx.parent(self.ctx.parent(function))), function)
+        self_names = [
+            (target, where, value)
+            for target, assigned in self.assignments.items()
+            if target.startswith("self.")
+            for where, value in assigned
+            if isinstance(value, cst.Name)
+        ]
+        callers: dict[str | None, list[cst.Call]] = {}
+        for call in self.calls:
+            callers.setdefault(callee_name(call), []).append(call)
         for cls in self.ctx.nodes(cst.ClassDef):
-            init = next(
-                (
-                    f
-                    for f in self.functions.get("__init__", [])
-                    if self.ctx.parent(self.ctx.parent(f)) is cls
-                ),
-                None,
-            )
+            init = inits.get(id(cls))
             if init is None:
                 continue
             params = [p.name.value for p in init.params.params][1:]
             stored = {}
-            for target, assigned in list(self.assignments.items()):
-                for where, value in assigned:
-                    if (
-                        target.startswith("self.")
-                        and isinstance(value, cst.Name)
-                        and value.value in params
-                        and self.ctx.within(init, where)
-                    ):
-                        stored[value.value] = target
-            for call in self.calls:
-                if callee_name(call) != cls.name.value:
-                    continue
+            for target, where, value in self_names:
+                if value.value in params and self.ctx.within(init, where):
+                    stored[value.value] = target
+            for call in callers.get(cls.name.value, []):
                 for index, param in enumerate(params):
                     arg = find_arg(call, keyword=param, position=index)
                     if arg is not None and param in stored:
                         self.assignments.setdefault(stored[param], []).append((call, arg.value))
+                        if isinstance(arg.value, cst.Name):  # later classes see it, as before
+                            self_names.append((stored[param], call, arg.value))
 
     def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, where: Node) -> None:
         if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple):
@@ -109,7 +123,19 @@ class Script:
         return start.line, start.column + 1
 
     def unit(self, node: Node) -> Scope:
-        return self.ctx.enclosing_function(node) or self.ctx.module
+        """The function ``node`` is in (the module outside any function); memoised."""
+        found = self._units.get(id(node))
+        if found is None:
+            found = self._units[id(node)] = self.ctx.enclosing_function(node) or self.ctx.module
+        return found
+
+    def calls_in_unit(self, unit: Scope) -> list[cst.Call]:
+        """The calls whose ``unit`` is ``unit``, in document order."""
+        return self._calls_by_unit.get(id(unit), [])
+
+    def assignments_in_unit(self, name: str, unit: Scope) -> list[tuple[Node, cst.BaseExpression]]:
+        """``assignments[name]`` made in ``unit`` itself, in document order."""
+        return self._assignments_by_unit.get((name, id(unit)), [])
 
     def scope(self, node: Node) -> Scope:
         for ancestor in self.ctx.ancestors(node):
@@ -199,8 +225,8 @@ class Script:
         unit = self.unit(at)
         candidates = [
             value
-            for where, value in self.assignments.get(expr.value, [])
-            if self.unit(where) is unit and self.before(where, at)
+            for where, value in self.assignments_in_unit(expr.value, unit)
+            if self.before(where, at)
         ]
         return candidates[-1] if candidates else expr
 
