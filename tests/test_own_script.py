@@ -182,11 +182,22 @@ def test_two_file_project_mutates_the_model_module(tmp_path, monkeypatch, capsys
 @pytest.mark.slow
 def test_self_seeding_script_is_flagged_once(tmp_path, monkeypatch, capsys):
     _project(tmp_path, "self_seeding", monkeypatch)
-    runs, err = _catalog_ok(capsys, tmp_path / "results", operators="scale_lr")
+    runs, err = _catalog_ok(capsys, tmp_path / "results", operators="scale_lr,drop_zero_grad")
     assert err.count("identical curves on seeds") == 1
     assert "loop.seed_arg=--seed" in err
     references = runs[runs["identity"].isin(["none", "noop"])]
     assert references["seed_insensitive"].astype(bool).all()
+    # No spread to divide by: mutants are compared by exact differences, never effect sizes.
+    symptoms = pd.read_csv(tmp_path / "results" / "catalog" / "symptoms.csv")
+    mutants = symptoms[~symptoms["identity"].isin(["none", "noop"])]
+    assert len(mutants) and mutants["comparison"].str.startswith("exact").all()
+    effect_sizes = mutants[[c for c in mutants.columns if c.startswith("d_")]]
+    assert effect_sizes.isna().all().all()
+    # drop_zero_grad finishes with another loss: named as reference value -> mutant value.
+    finished = mutants[mutants["n_finished"] > 0]
+    assert finished["top_effects"].fillna("").str.contains(" -> ").any()
+    noop = symptoms[symptoms["identity"] == "noop"]
+    assert noop["top_effects"].fillna("").eq("").all()  # the same code: nothing moved
 
 
 @pytest.mark.slow

@@ -385,10 +385,19 @@ def _seed_insensitive(table: _RunTable, ref_positions: list[int]) -> bool:
     return bool(flags) and all(flag is True for flag in flags)
 
 
+# Measured from the machine, not from the computation: never equal across runs, so an
+# exact comparison would always call them moved (the cost labels judge them with a spread).
+_MACHINE_DEPENDENT = frozenset(
+    {"mem_growth_mb_per_step", "time_per_step", "train_time_s", "cpu_time_s", "step_cost_s"}
+)
+
+
 def _exact_differences(samples: Mapping[str, tuple[np.ndarray, np.ndarray]], count: int = 3) -> str:
     """``val_loss_final 0.412 -> 0.977`` for the features the mutant moved at all."""
     moved = []
     for feature, (mutant_values, ref_values) in samples.items():
+        if feature in _MACHINE_DEPENDENT:
+            continue  # time and memory differ between two runs of the same code
         mutant_values = mutant_values[np.isfinite(mutant_values)]
         ref_values = ref_values[np.isfinite(ref_values)]
         if not mutant_values.size or not ref_values.size:
