@@ -32,16 +32,63 @@ def _model_moved(script: Script) -> bool:
     return False
 
 
+# Methods that reshape or cast a tensor but leave it on its device: ``y.view(-1)`` is y.
+_SAME_DEVICE = frozenset(
+    {"view", "reshape", "flatten", "squeeze", "unsqueeze", "float", "long", "double", "contiguous"}
+)
+
+
+def _base_name(expr: cst.BaseExpression) -> str | None:
+    """``targets.view(-1).long()`` -> ``targets``; a plain name is itself."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value not in _SAME_DEVICE:
+            return None
+        expr = expr.func.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
 def _forward_arguments(script: Script, root: Node) -> set[str]:
-    """Plain names passed straight into a model forward or a loss inside ``root``."""
+    """Names that reach a model forward (its first argument) or a loss (input and target)
+    inside ``root``, through reshapes and through names assigned from them there
+    (``flat_y = y.reshape(-1)``). A loss computed on ``.cpu()`` values is left out."""
     names = set()
-    for call in script.calls:
-        if not script.ctx.within(root, call):
-            continue
+    for call in script.ctx.nodes_within(root, cst.Call):
         callee = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
-        if callee in MODEL_NAMES or script.loss_kind(call) is not None:
-            names |= {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name)}
+        if callee in MODEL_NAMES:
+            args = [arg for arg in call.args if arg.keyword is None][:1]
+        elif script.loss_kind(call) is not None:
+            args = [arg for arg in call.args if arg.keyword is None][:2]
+            if any(".cpu()" in script.ctx.code(arg.value) for arg in args):
+                continue
+        else:
+            continue
+        names |= {name for arg in args if (name := _base_name(arg.value)) is not None}
+    for _ in range(3):  # aliases of aliases
+        for name in list(names):
+            for where, value in script.assignments.get(name, []):
+                if script.ctx.within(root, where) and (base := _base_name(value)) is not None:
+                    names.add(base)
     return names
+
+
+def _batch_groups(script: Script, loop: cst.For) -> list[tuple[set[str], bool]]:
+    """Names bound together as one batch in ``loop``, and whether the group stands alone:
+    the loop's own target (``for x, y in loader``: a loader yields CPU tensors), and
+    ``x, y = get_batch(...)`` from a function of this file that moves nothing. The latter
+    counts only when a sibling is moved: ``get_batch`` may slice data already on the device."""
+    groups = [(set(target_names(loop.target)), True)]
+    for assign in script.ctx.nodes_within(loop.body, cst.Assign):
+        if not isinstance(assign.value, cst.Call) or script.unit(assign) is not script.unit(loop):
+            continue
+        helpers = script.functions.get(callee_name(assign.value) or "", [])
+        if not helpers or any(script.calls_of("to_device", helper) for helper in helpers):
+            continue
+        if any("device" in script.ctx.code(helper) for helper in helpers):
+            continue
+        names = {n for target in assign.targets for n in target_names(target.target)}
+        if len(names) > 1:
+            groups.append((names, False))
+    return groups
 
 
 class BatchNotMoved(LintRule):
@@ -62,6 +109,30 @@ class BatchNotMoved(LintRule):
             """,
             _SETUP,
         ),
+        in_training_script(
+            """
+            import torch.nn.functional as F
+            model = nn.Linear(4, 2).to(device)
+            for inputs, targets in loader:  # <-
+                inputs = inputs.to(device)
+                logits = model(inputs)
+                loss = F.cross_entropy(logits.view(-1, 2), targets.view(-1))
+            """,
+            _SETUP,
+        ),
+        in_training_script(
+            """
+            def get_batch(source, i):
+                return source[:, i : i + 8], source[:, i + 1 : i + 9]
+            model = nn.Linear(4, 2).to(device)
+            for i in range(0, 64, 8):  # <-
+                x, y = get_batch(data, i)
+                x = x.to(device)
+                flat_y = y.reshape(-1)
+                loss = criterion(model(x), flat_y)
+            """,
+            _SETUP,
+        ),
     )
     valid = (
         in_training_script(
@@ -73,21 +144,60 @@ class BatchNotMoved(LintRule):
             """,
             _SETUP,
         ),
+        in_training_script(
+            """
+            def batchify(data, n):
+                return data[: len(data) // n * n].view(n, -1).to(device)
+            def get_batch(source, i):
+                return source[:, i : i + 8], source[:, i + 1 : i + 9]
+            model = nn.Linear(4, 2).to(device)
+            train_data = batchify(corpus, 20)
+            for i in range(0, 64, 8):
+                data, targets = get_batch(train_data, i)
+                loss = criterion(model(data), targets.view(-1))
+            """,
+            _SETUP,
+        ),
+        in_training_script(
+            """
+            model = nn.Linear(4, 2).to(device)
+            for x, lengths, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = criterion(model(x, lengths), y)
+            """,
+            _SETUP,
+        ),
+        in_training_script(
+            """
+            model = nn.Linear(4, 2).to(device)
+            for x, y in loader:
+                out = model(x.to(device))
+                loss = criterion(out.cpu(), y)
+            """,
+            _SETUP,
+        ),
     )
 
     def check(self, script: Script) -> Report:
         if not _model_moved(script):
             return
         for loop in script.ctx.nodes(cst.For):
-            names = set(target_names(loop.target))
-            if not names:
-                continue
-            moved = " ".join(
+            moved_code = " ".join(
                 script.ctx.code(call.func) for call in script.calls_of("to_device", loop.body)
             )
-            for name in sorted(names & _forward_arguments(script, loop.body)):
-                if not re.search(rf"\b{re.escape(name)}\.(to|cuda)\b", moved):
-                    yield loop, f"batch tensor {name} is never moved to the model's device"
+
+            def moved(name: str, code: str = moved_code) -> bool:
+                return re.search(rf"\b{re.escape(name)}\.(to|cuda)\b", code) is not None
+
+            used = _forward_arguments(script, loop.body)
+            reported: set[str] = set()
+            for names, alone in _batch_groups(script, loop):
+                if not alone and not any(moved(name) for name in names):
+                    continue
+                for name in sorted(names & used - reported):
+                    if not moved(name):
+                        reported.add(name)
+                        yield loop, f"batch tensor {name} is never moved to the model's device"
 
 
 class ModelNotMoved(LintRule):
