@@ -1,8 +1,9 @@
-"""Numerics rules: dropout, log of softmax, half-precision losses, init, epsilons, layers."""
+"""Numerics rules: dropout, log of softmax, half-precision losses, init, epsilons.
+
+Linear after Linear (TW607) lives in ``activation.py``."""
 
 from __future__ import annotations
 
-import itertools
 import re
 
 import libcst as cst
@@ -201,39 +202,4 @@ class StdWithoutEpsilon(LintRule):
                 yield (
                     node,
                     "division by a per-feature std with no epsilon: constant features give inf",
-                )
-
-
-class DenseLayersWithoutActivation(LintRule):
-    """Two Linear layers in a row in a Sequential: without an activation they collapse into
-    one linear map."""
-
-    code = "TW607"
-    category = "numerics"
-    summary = "Linear after Linear"
-    operators = ("drop_activation",)
-    invalid = (
-        """
-        from torch import nn
-        m = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))  # <-
-        """,
-    )
-    valid = (
-        """
-        from torch import nn
-        m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-        """,
-    )
-
-    def check(self, script: Script) -> Report:
-        for call in script.calls:
-            if callee_name(call) != "Sequential":
-                continue
-            layers = [
-                callee_name(a.value) if isinstance(a.value, cst.Call) else None for a in call.args
-            ]
-            if any(a == b == "Linear" for a, b in itertools.pairwise(layers)):
-                yield (
-                    call,
-                    "two Linear layers in a row: without an activation they collapse into one",
                 )

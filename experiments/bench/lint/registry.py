@@ -10,7 +10,7 @@ from experiments.bench.lint.rule import LintRule
 
 _PACKAGE = "experiments.bench.lint"
 # Modules of the package that hold machinery, not rules.
-_MACHINERY = frozenset({"rule", "script", "facts", "project", "registry"})
+_MACHINERY = frozenset({"rule", "script", "facts", "project", "registry", "layers"})
 
 
 @cache
