@@ -132,7 +132,9 @@ class IdenticalInputsAndTargets(LintRule):
 
 
 class LeakySplit(LintRule):
-    """``train, val = perm, perm[n:]``: the training part is the whole set."""
+    """``train, val = perm, perm[n:]``: the training part is the whole set. Also
+    ``train_ds = Chunks(data, 64)`` beside ``val_ds = Chunks(data[n:], 64)`` in the same
+    function: the training set is built from all of the data the validation set slices."""
 
     code = "TW703"
     category = "data"
@@ -142,14 +144,28 @@ class LeakySplit(LintRule):
         """
         train_idx, val_idx = perm, perm[800:]  # <-
         """,
+        """
+        train_data = batchify(data, 20)  # <-
+        val_data = batchify(data[n_train:], 10)
+        """,
     )
     valid = (
         """
         train_idx, val_idx = perm[:800], perm[800:]
         """,
+        """
+        train_data = batchify(data[:n_train], 20)
+        val_data = batchify(data[n_train:], 10)
+        test_data = batchify(corpus.test, 10)
+        """,
+        """
+        full_ds = Chunks(data, 64)
+        val_ds = Chunks(data[n_train:], 64)
+        """,
     )
 
     def check(self, script: Script) -> Report:
+        yield from _whole_data_for_training(script)
         for assign in script.ctx.nodes(cst.Assign):
             target, value = assign.targets[0].target, assign.value
             if not (isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple)):
@@ -172,6 +188,33 @@ class LeakySplit(LintRule):
                             assign,
                             f"{name} is all of {expr.value} while {other} is a slice of it",
                         )
+
+
+def _whole_data_for_training(script: Script) -> Report:
+    """``train_x = f(data, ...)`` and ``val_x = f(data[...], ...)`` in one function."""
+    built: dict[tuple[int, str], list[tuple[str, cst.Assign, cst.BaseExpression]]] = {}
+    for assign in script.ctx.nodes(cst.Assign):
+        value = assign.value
+        if len(assign.targets) != 1 or not isinstance(value, cst.Call) or not value.args:
+            continue
+        callee = callee_name(value)
+        role = split_role(script.ctx.code(assign.targets[0].target))
+        if callee and role in {"train", "eval"}:
+            key = (id(script.unit(assign)), callee)
+            built.setdefault(key, []).append((role, assign, value.args[0].value))
+    for uses in built.values():
+        sliced = {
+            dotted_name(data.value)
+            for role, _, data in uses
+            if role == "eval" and isinstance(data, cst.Subscript)
+        }
+        for role, assign, data in uses:
+            name = dotted_name(data) if isinstance(data, (cst.Name, cst.Attribute)) else None
+            if role == "train" and name is not None and name in sliced:
+                yield (
+                    assign,
+                    f"the training set is built from all of {name}; validation uses a slice of it",
+                )
 
 
 class ValidationLoaderOnTrainingData(LintRule):
@@ -247,6 +290,15 @@ class CorruptedLabels(LintRule):
         ds = TensorDataset(x, y[torch.randperm(len(y))])  # <-
         """,
         """
+        from torch.utils.data import Dataset
+        class DigitsDataset(Dataset):
+            def __init__(self, x, y):
+                self.x, self.y = x, y
+        noisy = torch.where(torch.rand(y.shape) < 0.3, torch.randint_like(y, 10), y)
+        train_ds = DigitsDataset(X_train, noisy)
+        train_ds = DigitsDataset(X_train, y_train[torch.randperm(len(y_train))])  # <-
+        """,
+        """
         class Pairs(Dataset):
             def __getitem__(self, i):
                 return self.x[i], self.y[i + 1]  # <-
@@ -256,13 +308,29 @@ class CorruptedLabels(LintRule):
         """
         ds = TensorDataset(x, y)
         """,
+        """
+        import torch
+        ds = TensorDataset(torch.randn(256, 4), torch.randint(0, 2, (256,)))
+        """,
+        """
+        from torch.utils.data import Dataset
+        class Pairs(Dataset):
+            def __init__(self, x, y):
+                self.x, self.y = x, y
+        perm = torch.randperm(len(x))
+        ds = Pairs(x[perm], y[perm])
+        """,
     )
 
     def check(self, script: Script) -> Report:
+        datasets = {"TensorDataset"} | _dataset_classes(script)
         for call in script.calls:
-            if callee_name(call) != "TensorDataset" or len(call.args) < 2:
+            positional = [arg.value for arg in call.args if arg.keyword is None]
+            if callee_name(call) not in datasets or len(positional) < 2:
                 continue
-            labels = script.ctx.code(call.args[-1].value)
+            labels = script.ctx.code(positional[-1])
+            if any("rand" in script.ctx.code(other) for other in positional[:-1]):
+                continue  # synthetic data: random inputs with random labels
             if ".roll(" in labels:
                 yield call, "labels are rolled against their inputs (off by one)"
             elif "randperm" in labels:
@@ -273,6 +341,15 @@ class CorruptedLabels(LintRule):
             for node in script.ctx.nodes_within(function, cst.Subscript):
                 if re.fullmatch(r"self\.\w+\[\w+ [-+] 1\]", script.ctx.code(node)):
                     yield node, "__getitem__ pairs an input with a neighbour's label"
+
+
+def _dataset_classes(script: Script) -> set[str]:
+    """Classes of this file that subclass a ``Dataset`` (``class DigitsDataset(Dataset)``)."""
+    return {
+        cls.name.value
+        for cls in script.ctx.nodes(cst.ClassDef)
+        if any((dotted_name(base.value) or "").endswith("Dataset") for base in cls.bases)
+    }
 
 
 class MixedBatchDims(LintRule):
