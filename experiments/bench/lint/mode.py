@@ -9,7 +9,7 @@ import libcst as cst
 from experiments.bench.lint.facts import training_units
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
-from mutator.semantics import callee_name, dotted_name, in_no_grad
+from mutator.semantics import callee_name, dotted_name, in_no_grad, split_role
 
 _SETUP = """
     import torch
@@ -263,7 +263,10 @@ class NoGradWithoutEval(LintRule):
 
 class EvaluateOnTrainingData(LintRule):
     """An evaluation function (``evaluate``, ``validate``, ``test``...) is handed a name
-    that says training data."""
+    that says training data; or an inline evaluation loop (under ``no_grad``, no backward)
+    iterates a training loader while summing into validation names (``val_total +=``).
+    A no_grad pass over the training loader that sums into ``train_*`` names (training
+    accuracy) is fine."""
 
     code = "TW205"
     category = "mode"
@@ -274,14 +277,30 @@ class EvaluateOnTrainingData(LintRule):
         """
         val_acc = evaluate(model, train_loader)  # <-
         """,
+        """
+        import torch
+        model.eval()
+        with torch.no_grad():
+            for x, y in train_loader:  # <-
+                val_total += criterion(model(x), y).item() * x.size(0)
+        """,
     )
     valid = (
         """
         val_acc = evaluate(model, val_loader)
         """,
+        """
+        import torch
+        with torch.no_grad():
+            for x, y in train_loader:
+                train_correct += (model(x).argmax(1) == y).sum().item()
+            for x, y in val_loader:
+                val_correct += (model(x).argmax(1) == y).sum().item()
+        """,
     )
 
     def check(self, script: Script) -> Report:
+        yield from _inline_validation_over_training(script)
         for call in script.calls:
             tail = (callee_name(call) or "").lower()
             if not re.match(r"(evaluate|validate|valid|val|test)\b|evaluate_|validate_", tail):
@@ -293,3 +312,17 @@ class EvaluateOnTrainingData(LintRule):
                         f"{tail}() is given {arg.value.value}: validation runs on training data",
                     )
                     break
+
+
+def _inline_validation_over_training(script: Script) -> Report:
+    for loop in script.ctx.nodes(cst.For):
+        iterated = script.ctx.code(loop.iter)
+        if split_role(iterated) != "train" or not in_no_grad(loop, script.ctx):
+            continue
+        if script.calls_of("backward", loop.body):
+            continue
+        for update in script.ctx.nodes_within(loop.body, cst.AugAssign):
+            name = dotted_name(update.target)
+            if name is not None and split_role(name) == "eval":
+                yield loop, f"validation loop sums {name} over {iterated}: training data"
+                break
