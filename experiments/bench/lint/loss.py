@@ -232,9 +232,31 @@ class BceOnLogits(LintRule):
             yield call, f"{label} on raw logits (nothing applies sigmoid): use BCEWithLogitsLoss"
 
 
+def _made_by_forward(script: Script, expr: cst.BaseExpression, at: cst.Call) -> bool:
+    """Is ``expr`` a name last assigned (in this function) a forward or its probabilities,
+    directly or through a name or two (``logits = model(x); log_probs = F.log_softmax(logits)``)?"""
+    for _ in range(3):
+        if isinstance(expr, cst.Name):
+            value = script.value_of(expr, at)
+            if value is expr:
+                return False
+            expr = value
+        expr = strip_casts(expr)
+        if isinstance(expr, cst.Call) and callee_name(expr) in {
+            "log_softmax",
+            "softmax",
+            "sigmoid",
+        }:
+            expr = strip_casts(expr.args[0].value) if expr.args else expr
+        if model_call(expr):
+            return True
+    return False
+
+
 class SwappedLossArguments(LintRule):
     """A loss called as (target, prediction): the first argument is named like labels and
-    the second like a prediction or a model forward."""
+    the second like a prediction, a model forward, or a name just assigned from one or from
+    its ``log_softmax``/``softmax``/``sigmoid`` (``log_probs = F.log_softmax(logits, 1)``)."""
 
     code = "TW305"
     category = "loss"
@@ -254,6 +276,15 @@ class SwappedLossArguments(LintRule):
             """,
             _SETUP,
         ),
+        in_training_script(
+            """
+            import torch.nn.functional as F
+            logits = model(x)
+            log_probs = F.log_softmax(logits, dim=1)
+            loss = F.nll_loss(y, log_probs)  # <-
+            """,
+            _SETUP,
+        ),
     )
     valid = (_CORRECT_LOSS,)
 
@@ -269,7 +300,9 @@ class SwappedLossArguments(LintRule):
                 and is_label_name(first.value)
             )
             second_is_prediction = (
-                isinstance(second, cst.Name) and second.value in PREDICTION_NAMES
-            ) or model_call(second)
+                (isinstance(second, cst.Name) and second.value in PREDICTION_NAMES)
+                or model_call(second)
+                or _made_by_forward(script, second, call)
+            )
             if first_is_target and second_is_prediction:
                 yield call, "loss called as (target, prediction): the arguments are swapped"

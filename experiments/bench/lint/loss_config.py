@@ -38,6 +38,17 @@ class ReductionSum(LintRule):
     operators = ("reduction_sum",)
     invalid = (
         """
+        from torch import nn
+        class Trainer:
+            def __init__(self, model, criterion):
+                self.model = model
+                self.criterion = criterion
+            def step(self, x, y):
+                loss = self.criterion(self.model(x), y)
+                loss.backward()
+        trainer = Trainer(model, nn.BCEWithLogitsLoss(reduction="sum"))  # <-
+        """,
+        """
         import torch
         from torch import nn
         criterion = nn.CrossEntropyLoss(reduction="sum")  # <-
@@ -49,6 +60,18 @@ class ReductionSum(LintRule):
     valid = (
         _LOOP.format(options=""),
         """
+        from torch import nn
+        class Trainer:
+            def __init__(self, model, criterion):
+                self.model, self.criterion = model, criterion
+                self.metric = nn.L1Loss(reduction="sum")
+            def step(self, x, y):
+                loss = self.criterion(self.model(x), y)
+                loss.backward()
+                return self.metric(self.model(x), y).item()
+        trainer = Trainer(model, nn.BCEWithLogitsLoss())
+        """,
+        """
         import torch.nn.functional as F
         total = F.cross_entropy(model(x), y, reduction="sum").item()
         """,
@@ -57,6 +80,12 @@ class ReductionSum(LintRule):
     def check(self, script: Script) -> Report:
         training = list(training_loss_calls(script))
         criteria = {dotted_name(call.func) for call, _ in training}
+        # ``Trainer(model, opt, nn.BCEWithLogitsLoss(reduction="sum"))`` binds the loss to
+        # ``self.criterion`` (Script binds constructor arguments): the names a value went to.
+        bound_to: dict[int, set[str]] = {}
+        for name, assigned in script.assignments.items():
+            for _, value in assigned:
+                bound_to.setdefault(id(value), set()).add(name)
         for call in script.calls:
             arg = find_arg(call, keyword="reduction")
             if (
@@ -65,10 +94,8 @@ class ReductionSum(LintRule):
                 or arg.value.evaluated_value != "sum"
             ):
                 continue
-            assigned = assigned_name(script, call)
-            if any(call is c for c, _ in training) or (
-                assigned is not None and assigned in criteria
-            ):
+            names = bound_to.get(id(call), set()) | {assigned_name(script, call)}
+            if any(call is c for c, _ in training) or names & criteria:
                 yield (
                     call,
                     'reduction="sum" on the training loss: the gradient scale grows with the batch size',
