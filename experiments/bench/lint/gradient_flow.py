@@ -81,8 +81,27 @@ class DetachedLoss(LintRule):
                 opt.step()
             """
         ),
+        in_training_script(
+            """
+            for x, y in loader:
+                loss = torch.tensor(criterion(model(x), y).item(), requires_grad=True)
+                loss = loss / 4
+                loss.backward()  # <-
+            """
+        ),
     )
-    valid = (CORRECT_LOOP,)
+    valid = (
+        CORRECT_LOOP,
+        in_training_script(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                running = loss.item()
+                loss = loss / 4
+                loss.backward()
+            """
+        ),
+    )
 
     def check(self, script: Script) -> Report:
         for call in script.calls_of("backward"):
@@ -95,12 +114,27 @@ class DetachedLoss(LintRule):
                 and receiver.args
             ):
                 receiver = receiver.args[0].value  # scaler.scale(loss).backward()
-            code = script.ctx.code(script.value_of(receiver, call))
+            code = _loss_history(script, receiver, call)
             if re.search(r"\.item\(\)|\.detach\(\)|\.data\b", code):
                 yield (
                     call,
                     "backward() on a loss rebuilt from .item()/.detach(): no gradient reaches the model",
                 )
+
+
+def _loss_history(script: Script, receiver: cst.BaseExpression, at: cst.Call) -> str:
+    """The code of the value ``receiver`` holds at ``at``, and, while that value is
+    rebuilt from the name itself (``loss = loss / accum_steps``), of the values before."""
+    codes = []
+    for _ in range(4):
+        value = script.value_of(receiver, at)
+        codes.append(script.ctx.code(value))
+        if value is receiver or not isinstance(receiver, cst.Name):
+            break
+        if receiver.value not in {n.value for n in script.ctx.nodes_within(value, cst.Name)}:
+            break
+        at = script.ctx.statement_of(value)
+    return "\n".join(codes)
 
 
 class LossKeptWithGraph(LintRule):
