@@ -115,7 +115,8 @@ class LowPrecisionLoss(LintRule):
 
 class ZeroWeightInit(LintRule):
     """Weights initialised to a constant (``zeros_``/``constant_`` on a weight or on every
-    parameter): all units of a layer stay identical."""
+    parameter): all units of a layer stay identical. Silent for the weight of one named
+    layer (``self.lora_b.weight``): zeroing one layer on purpose is standard."""
 
     code = "TW605"
     category = "numerics"
@@ -131,6 +132,15 @@ class ZeroWeightInit(LintRule):
         """
         from torch import nn
         nn.init.zeros_(layer.bias)
+        """,
+        """
+        from torch import nn
+        class LoRA(nn.Module):
+            def __init__(self, d, r):
+                super().__init__()
+                self.lora_a = nn.Linear(d, r, bias=False)
+                self.lora_b = nn.Linear(r, d, bias=False)
+                nn.init.zeros_(self.lora_b.weight)
         """,
         """
         from torch import nn
@@ -151,8 +161,22 @@ class ZeroWeightInit(LintRule):
             over_parameters = loop is not None and "parameters()" in script.ctx.code(loop.iter)
             if _normalization_branch(call, script):
                 continue  # a norm layer's per-channel scale: nothing to keep symmetric
+            if _one_named_layer(call.args[0].value) and not over_parameters:
+                continue  # self.lora_b.weight, self.head.weight: zeroed by design
             if target.endswith("weight") or over_parameters:
                 yield call, "weights initialised to a constant: units stay symmetric"
+
+
+def _one_named_layer(weight: cst.BaseExpression) -> bool:
+    """``self.lora_b.weight``: the weight of one layer the model names. Zeroing one such
+    layer is a design (LoRA's B, a zero-init head or residual branch: the layers around
+    it break the symmetry); the bug is zeroing every module's weight (``m.weight`` in a
+    loop over ``modules()``, ``module.weight`` in an ``apply`` hook)."""
+    return (
+        isinstance(weight, cst.Attribute)
+        and weight.attr.value == "weight"
+        and isinstance(weight.value, cst.Attribute)
+    )
 
 
 # Layers whose weight is a per-channel scale (BatchNorm2d, LayerNorm, GroupNorm, ...): a
