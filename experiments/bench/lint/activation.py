@@ -11,11 +11,15 @@ from mutator.semantics import callee_name
 
 
 class DenseLayersWithoutActivation(LintRule):
-    """Two Linear (or Conv) layers with only dropout, BatchNorm, pooling or reshapes between
-    them, in an ``nn.Sequential`` or along a model's ``forward`` (``x = self.fc1(x); x =
-    self.dropout(x); return self.fc2(x)``): without an activation they collapse into one
-    linear map. Reported at the first layer.
+    """Two Linear (or Conv) layers with only dropout, BatchNorm or pooling between them, in
+    an ``nn.Sequential`` or along a model's ``forward`` (``x = self.fc1(x); x =
+    self.dropout(x); return self.fc2(x)``), or side by side in one Sequential: a hidden
+    layer without its activation, the two collapse into one linear map. Reported at the
+    first layer.
 
+    Medium confidence: a deliberate bottleneck with dropout in it exists. Silent for two
+    modules that meet directly (an autoencoder's encoder into its decoder, a projection
+    into a classifier).
     Silent for deliberate linear factorizations (``nn.Linear(..., bias=False)`` as in LoRA
     or a low-rank head, grouped or 1xk convolutions as in separable convs), across LayerNorm,
     adaptive pooling, PixelShuffle or Upsample, across anything it cannot resolve (a custom
@@ -26,6 +30,7 @@ class DenseLayersWithoutActivation(LintRule):
     category = "numerics"
     summary = "Linear after Linear"
     operators = ("drop_activation",)
+    confidence = "medium"
     invalid = (
         """
         from torch import nn
@@ -128,6 +133,20 @@ class DenseLayersWithoutActivation(LintRule):
             nn.ReLU(),
         )
         up = nn.Sequential(nn.Conv2d(64, 256, 3, padding=1), nn.PixelShuffle(2), nn.Conv2d(64, 3, 3))
+        """,
+        """
+        from torch import nn
+        class AutoEncoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 32))
+                self.decoder = nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 784))
+                self.proj = nn.Linear(32, 16)
+                self.classify = nn.Linear(16, 10)
+            def forward(self, x):
+                z = self.encoder(x)
+                logits = self.classify(self.proj(z))
+                return self.decoder(z), logits
         """,
         """
         from torch import nn

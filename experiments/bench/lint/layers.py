@@ -22,18 +22,22 @@ AFFINE = frozenset(
     | {"ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d"}
 )
 # Layers that keep a value affine in its input (at inference) and are never the "activation"
-# of a correct network: dropout, BatchNorm, plain pooling, flatten. LayerNorm, adaptive
-# pooling, PixelShuffle and Upsample end a chain (they sit between weight layers on purpose).
-NEUTRAL_MODULES = frozenset(
-    {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "Flatten", "Identity"}
+# of a correct network. Spacers (dropout, BatchNorm, plain pooling) sit where a hidden
+# layer's activation belongs: a weight layer, spacers, a weight layer is a hidden layer
+# that lost its activation. Shape changes (flatten, view) pass a value through unchanged.
+# LayerNorm, adaptive pooling, PixelShuffle and Upsample end a chain (they sit between
+# weight layers on purpose).
+SPACER_MODULES = frozenset(
+    {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"}
     | {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "MaxPool1d", "MaxPool2d", "MaxPool3d"}
     | {"AvgPool1d", "AvgPool2d", "AvgPool3d"}
 )
-NEUTRAL_FUNCTIONS = frozenset(
-    {"dropout", "dropout1d", "dropout2d", "dropout3d", "flatten", "batch_norm"}
+SHAPE_MODULES = frozenset({"Flatten", "Identity"})
+SPACER_FUNCTIONS = frozenset(
+    {"dropout", "dropout1d", "dropout2d", "dropout3d", "batch_norm"}
     | {"max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d"}
 )
-NEUTRAL_METHODS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous"})
+SHAPE_METHODS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous"})
 
 
 @dataclass(frozen=True)
@@ -48,16 +52,22 @@ class Layer:
 @dataclass(frozen=True)
 class Block:
     """What a module does to the chain: its first and last weight layer when only neutral
-    layers stand before/after them, and whether it is neutral as a whole."""
+    layers stand before/after them, whether spacers stand there (``head_gap``,
+    ``tail_gap``), and whether the module is neutral as a whole."""
 
     head: Layer | None
     tail: Layer | None
     neutral: bool = False
+    head_gap: bool = False
+    tail_gap: bool = False
 
 
 OPAQUE = Block(None, None)
-NEUTRAL = Block(None, None, neutral=True)
+SPACER = Block(None, None, neutral=True, head_gap=True, tail_gap=True)
+SHAPE = Block(None, None, neutral=True)
 Pair = tuple[Layer, Layer]
+# A value in a forward: the weight layer that made it, and whether a spacer came after it.
+Out = tuple[Layer, bool] | None
 
 
 def _layer(call: cst.Call) -> Layer:
@@ -115,31 +125,39 @@ class Layers:
         if name in AFFINE:
             layer = _layer(expr)
             return Block(layer, layer)
-        if name in NEUTRAL_MODULES:
-            return NEUTRAL
+        if name in SPACER_MODULES:
+            return SPACER
+        if name in SHAPE_MODULES:
+            return SHAPE
         if name == "Sequential":
             layers = _layers_of_sequential(expr)
             return OPAQUE if layers is None else self.chain([self.block(e) for e in layers])
         return OPAQUE
 
     def chain(self, blocks: list[Block]) -> Block:
-        """Compose blocks in order, recording every weight layer that meets another."""
+        """Compose blocks in order, recording weight layers that meet: across spacers, or
+        side by side in one Sequential (``nn.Sequential(nn.Linear(), nn.Linear())``). Two
+        modules that meet with nothing between (``nn.Sequential(encoder, decoder)`` of an
+        autoencoder, a projection before a classifier) are a deliberate bottleneck."""
         head: Layer | None = None
         tail: Layer | None = None
-        started = False  # a non-neutral block was seen
+        started = lead_gap = head_gap = gap = single = False
         for block in blocks:
             if block.neutral:
+                gap = gap or block.tail_gap
+                lead_gap = lead_gap or block.head_gap
                 continue
             if block.head is not None and tail is not None:
-                self.meet(tail, block.head)
+                side_by_side = single and block.head is block.tail
+                self.meet(tail, block.head, gap or block.head_gap or side_by_side)
             if not started:
-                head = block.head
-                started = True
-            tail = block.tail
-        return Block(head, tail, neutral=not started)
+                head, head_gap, started = block.head, lead_gap or block.head_gap, True
+            tail, gap = block.tail, block.tail_gap
+            single = block.tail is not None and block.head is block.tail
+        return Block(head, tail, not started, head_gap, gap)
 
-    def meet(self, first: Layer, second: Layer) -> None:
-        if not (first.planned or second.planned):
+    def meet(self, first: Layer, second: Layer, report: bool) -> None:
+        if report and not (first.planned or second.planned):
             self.pairs.append((first, second))
 
 
@@ -162,12 +180,15 @@ def layer_table(script: Script, cls: cst.ClassDef, layers: Layers) -> dict[str, 
     }
 
 
-Env = dict[str, Layer | None]
+Env = dict[str, Out]
 
 
 class Flow:
     """Walks one method's statements; ``env`` maps a local name to the weight layer whose
-    output it holds (through neutral steps only)."""
+    output it holds (through neutral steps only) and whether a spacer came after it. Only
+    layers that meet across a spacer are recorded: ``z = self.enc(x); self.dec(z)`` is an
+    autoencoder's bottleneck, ``x = self.fc1(x); x = self.dropout(x); self.fc2(x)`` a
+    hidden layer without its activation."""
 
     def __init__(self, layers: Layers, table: dict[str, Block]) -> None:
         self.layers = layers
@@ -211,14 +232,14 @@ class Flow:
             return _merge(env, self.run(node.body.body, dict(env)))
         return env  # nested functions and classes: not this method's flow
 
-    def bind(self, target: cst.BaseExpression, value: Layer | None, env: Env) -> None:
+    def bind(self, target: cst.BaseExpression, value: Out, env: Env) -> None:
         if isinstance(target, cst.Name):
             env[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self.bind(element.value, None, env)
 
-    def value(self, expr: cst.BaseExpression, env: Env) -> Layer | None:
+    def value(self, expr: cst.BaseExpression, env: Env) -> Out:
         """The weight layer whose output ``expr`` is, recording layers that meet on the way."""
         if isinstance(expr, cst.Name):
             return env.get(expr.value)
@@ -231,7 +252,7 @@ class Flow:
                 self.value(child.value, env)
         return None
 
-    def call(self, call: cst.Call, env: Env) -> Layer | None:
+    def call(self, call: cst.Call, env: Env) -> Out:
         positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         func = call.func
         if (
@@ -245,20 +266,25 @@ class Flow:
             for extra in call.args[1:]:
                 self.value(extra.value, env)
             if block.neutral:
-                return source
+                return (source[0], source[1] or block.tail_gap) if source else None
             if source is not None and block.head is not None:
-                self.layers.meet(source, replace(block.head, at=call))
-            if block.tail is not None and block.tail is block.head:
-                return replace(block.tail, at=call)  # a single layer: its output is here
-            return block.tail
-        if method_name(call) in NEUTRAL_METHODS and isinstance(func, cst.Attribute):
+                gap = source[1] or block.head_gap
+                self.layers.meet(source[0], replace(block.head, at=call), gap)
+            if block.tail is None:
+                return None
+            if block.tail is block.head:
+                return replace(block.tail, at=call), False  # one layer: its output is here
+            return block.tail, block.tail_gap
+        if method_name(call) in SHAPE_METHODS and isinstance(func, cst.Attribute):
             for arg in call.args:
                 self.value(arg.value, env)
             return self.value(func.value, env)
-        if callee_name(call) in NEUTRAL_FUNCTIONS and positional:
+        name = callee_name(call)
+        if (name in SPACER_FUNCTIONS or name == "flatten") and positional:
             for extra in call.args[1:]:
                 self.value(extra.value, env)
-            return self.value(positional[0], env)
+            source = self.value(positional[0], env)
+            return (source[0], source[1] or name != "flatten") if source else None
         if isinstance(func, cst.Attribute):
             self.value(func.value, env)
         for arg in call.args:
