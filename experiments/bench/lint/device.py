@@ -54,10 +54,11 @@ def _forward_arguments(script: Script, root: Node) -> set[str]:
     names = set()
     for call in script.ctx.nodes_within(root, cst.Call):
         callee = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
         if callee in MODEL_NAMES:
-            args = [arg for arg in call.args if arg.keyword is None][:1]
+            args = positional[:1]
         elif script.loss_kind(call) is not None:
-            args = [arg for arg in call.args if arg.keyword is None][:2]
+            args = positional[:2]
             if any(".cpu()" in script.ctx.code(arg.value) for arg in args):
                 continue
         else:
@@ -93,7 +94,8 @@ def _batch_groups(script: Script, loop: cst.For) -> list[tuple[set[str], bool]]:
 
 class BatchNotMoved(LintRule):
     """The model is moved to a device but a batch tensor of the loop that feeds it (or the
-    loss) is never moved. Reported at the loop."""
+    loss) is never moved. Reported at the loop. Only in a function (or module) that names a
+    device: a helper that never does trains on whatever it is handed."""
 
     code = "TW401"
     category = "device"
@@ -170,6 +172,17 @@ class BatchNotMoved(LintRule):
         in_training_script(
             """
             model = nn.Linear(4, 2).to(device)
+            def calibrate(model, batches):
+                for inp in batches:
+                    model(*inp)
+                for x, y in batches:
+                    loss = criterion(model(x), y)
+            """,
+            _SETUP,
+        ),
+        in_training_script(
+            """
+            model = nn.Linear(4, 2).to(device)
             for x, y in loader:
                 out = model(x.to(device))
                 loss = criterion(out.cpu(), y)
@@ -182,6 +195,8 @@ class BatchNotMoved(LintRule):
         if not _model_moved(script):
             return
         for loop in script.ctx.nodes(cst.For):
+            if not re.search(r"device|cuda", script.ctx.code(script.unit(loop))):
+                continue  # a function that never names a device trains where it is handed
             moved_code = " ".join(
                 script.ctx.code(call.func) for call in script.calls_of("to_device", loop.body)
             )
