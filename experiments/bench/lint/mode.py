@@ -263,7 +263,8 @@ class NoGradWithoutEval(LintRule):
 
 class EvaluateOnTrainingData(LintRule):
     """An evaluation function (``evaluate``, ``validate``, ``test``...) is handed a name
-    that says training data; or an inline evaluation loop (under ``no_grad``, no backward)
+    that says training data, unless its result goes to training names (``loss_train,
+    acc_train = test(model, mask_train)`` measures training accuracy); or an inline evaluation loop (under ``no_grad``, no backward)
     iterates a training loader while summing into validation names (``val_total +=``).
     A no_grad pass over the training loader that sums into ``train_*`` names (training
     accuracy) is fine."""
@@ -290,6 +291,10 @@ class EvaluateOnTrainingData(LintRule):
         val_acc = evaluate(model, val_loader)
         """,
         """
+        loss_train, acc_train = test(model, criterion, inputs, target, mask_train)
+        loss_val, acc_val = test(model, criterion, inputs, target, mask_val)
+        """,
+        """
         import torch
         with torch.no_grad():
             for x, y in train_loader:
@@ -304,6 +309,8 @@ class EvaluateOnTrainingData(LintRule):
         for call in script.calls:
             tail = (callee_name(call) or "").lower()
             if not re.match(r"(evaluate|validate|valid|val|test)\b|evaluate_|validate_", tail):
+                continue
+            if _training_metrics(script, call):
                 continue
             for arg in call.args:
                 if isinstance(arg.value, cst.Name) and "train" in arg.value.value.lower():
@@ -326,3 +333,23 @@ def _inline_validation_over_training(script: Script) -> Report:
             if name is not None and split_role(name) == "eval":
                 yield loop, f"validation loop sums {name} over {iterated}: training data"
                 break
+
+
+def _training_metrics(script: Script, call: cst.Call) -> bool:
+    """Is ``call`` assigned to names that all say training (``train_acc = evaluate(...)``)?"""
+    statement = script.ctx.statement_of(call)
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or assign.value is not call:
+        return False
+    names = [
+        name
+        for target in assign.targets
+        for name in (
+            [dotted_name(e.value) for e in target.target.elements]
+            if isinstance(target.target, cst.Tuple)
+            else [dotted_name(target.target)]
+        )
+    ]
+    return bool(names) and all(name and split_role(name) == "train" for name in names)
