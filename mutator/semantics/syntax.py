@@ -100,7 +100,9 @@ def find_arg(
                 return arg
     if position is not None:
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-        if position < len(positional):
+        # A negative position (``self`` of a method called as a plain function) names no
+        # argument: it would read the last one, or fail on a call with none.
+        if 0 <= position < len(positional):
             return positional[position]
     return None
 

@@ -320,6 +320,13 @@ class CorruptedLabels(LintRule):
         perm = torch.randperm(len(x))
         ds = Pairs(x[perm], y[perm])
         """,
+        """
+        class Concat(Dataset):
+            def __getitem__(self, idx):
+                d = bisect.bisect_right(self.cumulative_sizes, idx)
+                sample_idx = idx if d == 0 else idx - self.cumulative_sizes[d - 1]
+                return self.datasets[d][sample_idx]
+        """,
     )
 
     def check(self, script: Script) -> Report:
@@ -339,8 +346,21 @@ class CorruptedLabels(LintRule):
                 yield call, "random labels are mixed into the training labels"
         for function in script.functions.get("__getitem__", []):
             for node in script.ctx.nodes_within(function, cst.Subscript):
-                if re.fullmatch(r"self\.\w+\[\w+ [-+] 1\]", script.ctx.code(node)):
+                shifted = re.fullmatch(r"self\.\w+\[(\w+) [-+] 1\]", script.ctx.code(node))
+                if shifted and _paired_with_unshifted(script, node, shifted.group(1)):
                     yield node, "__getitem__ pairs an input with a neighbour's label"
+
+
+def _paired_with_unshifted(script: Script, node: cst.Subscript, index: str) -> bool:
+    """Is ``self.y[i + 1]`` returned beside ``self.x[i]`` (not an offset lookup such as
+    ``self.cumulative_sizes[idx - 1]``)?"""
+    pair = script.ctx.parent(script.ctx.parent(node))  # Subscript -> Element -> Tuple
+    if not isinstance(pair, cst.Tuple):
+        return False
+    return any(
+        re.fullmatch(rf"self\.\w+\[{index}\]", script.ctx.code(element.value))
+        for element in pair.elements
+    )
 
 
 def _dataset_classes(script: Script) -> set[str]:
