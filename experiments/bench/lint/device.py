@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from experiments.bench.lint.facts import MODEL_NAMES, target_names
+from experiments.bench.lint.facts import MODEL_NAMES, assigned_name, target_names
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
 from mutator.semantics import callee_name, dotted_name
@@ -28,6 +28,10 @@ def _model_moved(script: Script) -> bool:
             return True  # Net().to(device)
         name = (dotted_name(receiver) or "").rsplit(".", 1)[-1]
         if name in MODEL_NAMES or "model" in name:
+            return True
+        # model = AutoModel.from_pretrained(path).to(device): the name it is bound to says
+        target = (assigned_name(script, call) or "").rsplit(".", 1)[-1]
+        if target in MODEL_NAMES or "model" in target:
             return True
     return False
 
@@ -216,7 +220,9 @@ class BatchNotMoved(LintRule):
 
 
 class ModelNotMoved(LintRule):
-    """Batches are moved to ``device`` but the model never is (and nothing calls ``.cuda()``)."""
+    """Batches are moved to ``device`` but the model never is (and nothing calls ``.cuda()``).
+    A model is moved when ``.to(device)`` is called on it, on its constructor, or on
+    whatever is bound to a model name (``model = AutoModel.from_pretrained(p).to(device)``)."""
 
     code = "TW402"
     category = "device"
@@ -240,6 +246,16 @@ class ModelNotMoved(LintRule):
             for x, y in loader:
                 x = x.to(device)
                 loss = criterion(model(x), y)
+            """,
+            _SETUP,
+        ),
+        in_training_script(
+            """
+            from transformers import AutoModelForSequenceClassification
+            model = AutoModelForSequenceClassification.from_pretrained(path).to(device)
+            for batch in loader:
+                batch = {k: v.to(device) for k, v in batch.items()}
+                loss = model(**batch).loss
             """,
             _SETUP,
         ),
