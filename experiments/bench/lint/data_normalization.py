@@ -66,6 +66,12 @@ class NormalizationMismatch(LintRule):
         x_val = (x_val - x_mean) / x_std
         x_test = standardize(x_test, x_mean, x_std)
         """,
+        """
+        def normalize(x):
+            return (x - mean) / std
+        mean, std = x_train.mean(0), x_train.std(0) + 1e-8
+        loader = DataLoader(TensorDataset(normalize(x_train), y_train))
+        """,
     )
 
     def check(self, script: Script) -> Report:
@@ -111,12 +117,16 @@ class NormalizationMismatch(LintRule):
 
 
 def _read_after(script: Script, name: str, where: cst.CSTNode) -> bool:
-    """Is the variable ``name`` read after ``where``? ``y_val.mean()`` and ``mean=0.0`` are
-    an attribute and a keyword, not the variable."""
+    """Is the variable ``name`` read after ``where``, or in another function (a helper
+    defined earlier that reads it when called)? ``y_val.mean()`` and ``mean=0.0`` are an
+    attribute and a keyword, not the variable."""
     after = script.position(where)
+    unit = script.unit(where)
     for node in script.ctx.nodes(cst.Name):
-        if node.value != name or script.position(node) <= after:
+        if node.value != name:
             continue
+        if script.position(node) <= after and script.unit(node) is unit:
+            continue  # read before it is set, in the same function (a closure may read it later)
         parent = script.ctx.parent(node)
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             continue
