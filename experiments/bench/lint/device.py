@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from experiments.bench.lint.facts import MODEL_NAMES, target_names
+from experiments.bench.lint.facts import MODEL_NAMES, assigned_name, target_names
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
 from mutator.semantics import callee_name, dotted_name
@@ -26,10 +26,16 @@ def _model_moved(script: Script) -> bool:
         receiver = call.func.value
         if isinstance(receiver, cst.Call) and (callee_name(receiver) or "")[:1].isupper():
             return True  # Net().to(device)
-        name = (dotted_name(receiver) or "").rsplit(".", 1)[-1]
-        if name in MODEL_NAMES or "model" in name:
+        if _model_name(assigned_name(script, call) or ""):
+            return True  # model = make_model(args).to(device): a factory function
+        if _model_name(dotted_name(receiver) or ""):
             return True
     return False
+
+
+def _model_name(dotted: str) -> bool:
+    name = dotted.rsplit(".", 1)[-1]
+    return name in MODEL_NAMES or "model" in name
 
 
 def _forward_arguments(script: Script, root: Node) -> set[str]:
@@ -112,6 +118,15 @@ class ModelNotMoved(LintRule):
         in_training_script(
             """
             model = nn.Linear(4, 2).to(device)
+            for x, y in loader:
+                x = x.to(device)
+                loss = criterion(model(x), y)
+            """,
+            _SETUP,
+        ),
+        in_training_script(
+            """
+            model = make_model(args).to(device)
             for x, y in loader:
                 x = x.to(device)
                 loss = criterion(model(x), y)
