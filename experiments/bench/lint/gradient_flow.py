@@ -223,8 +223,11 @@ class DetachInForward(LintRule):
 
 
 class OptimizerInLoop(LintRule):
-    """A ``torch.optim`` optimizer is built inside the loop that calls backward(): its
-    state (momentum, Adam moments) resets every iteration."""
+    """A ``torch.optim`` optimizer is built inside the loop that calls backward() itself
+    (the batch loop): its state (momentum, Adam moments) resets every iteration.
+
+    An optimizer built in an outer loop (per epoch, or per fold with a fresh model) is
+    TW504's question."""
 
     code = "TW113"
     category = "optim"
@@ -240,7 +243,20 @@ class OptimizerInLoop(LintRule):
             """
         ),
     )
-    valid = (CORRECT_LOOP,)
+    valid = (
+        CORRECT_LOOP,
+        in_training_script(
+            """
+            for fold in range(5):
+                model = Net()
+                opt = torch.optim.Adam(model.parameters())
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
+    )
 
     def check(self, script: Script) -> Report:
         for call in script.calls:
@@ -248,7 +264,10 @@ class OptimizerInLoop(LintRule):
             if not any(n.startswith("torch.optim.") and "lr_scheduler" not in n for n in names):
                 continue
             scope = script.scope(call)
-            if isinstance(scope, (cst.For, cst.While)) and script.calls_of("backward", scope):
+            backwards = script.calls_of("backward", scope)
+            if isinstance(scope, (cst.For, cst.While)) and any(
+                script.scope(backward) is scope for backward in backwards
+            ):
                 yield (
                     call,
                     "optimizer built inside the training loop: its state resets every iteration",

@@ -1,0 +1,362 @@
+"""Optimizer and scheduler lifetimes: built over the wrong model, rebuilt every epoch,
+created and never stepped."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from experiments.bench.lint.rule import LintRule, Report, in_training_script
+from experiments.bench.lint.script import Node, Script
+from mutator.semantics import (
+    bound_names,
+    callee_name,
+    constructor_kind,
+    dotted_name,
+    method_name,
+    optimizer_class,
+    receiver,
+    receiver_kind,
+)
+
+_LOOPS = (cst.For, cst.While)
+_MOVES = {"to", "cuda", "cpu", "double", "float", "half", "train"}  # return the same module
+_TRAINING = {"backward", "opt_step"}
+
+
+def optimized_model(call: cst.Call) -> str | None:
+    """``model`` of ``SGD(model.parameters(), ...)``."""
+    params = call.args[0].value if call.args else None
+    if isinstance(params, cst.Call) and method_name(params) == "parameters":
+        return dotted_name(receiver(params))
+    return None
+
+
+def trains(script: Script, calls: list[cst.Call]) -> bool:
+    """Does one of ``calls`` step or backpropagate, itself or through a local function?"""
+    for call in calls:
+        if script.kind(call) in _TRAINING:
+            return True
+        if any(_TRAINING & script.effects(function) for function in script.local_callees(call)):
+            return True
+    return False
+
+
+def _statement(script: Script, node: Node) -> Node:
+    return script.ctx.statement_of(node) or node
+
+
+def _binding(script: Script, node: Node) -> cst.Assign | None:
+    """The ``x = <node>`` statement ``node`` is the whole value of."""
+    statement = _statement(script, node)
+    if isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign):
+        assign = statement.body[0]
+        return assign if assign.value is node else None
+    return None
+
+
+def _fresh_model(value: cst.BaseExpression, old: str) -> bool:
+    """``Net()`` / ``Net(...).to(device)``: a new module object that does not wrap ``old``
+    (``DataParallel(model)``, ``torch.compile(model)`` keep its parameters)."""
+    while isinstance(value, cst.Call) and method_name(value) in _MOVES:
+        value = receiver(value)
+    if not isinstance(value, cst.Call) or not (callee_name(value) or "")[:1].isupper():
+        return False
+    return old not in {dotted_name(arg.value) for arg in value.args}
+
+
+class OptimizerOnStaleModel(LintRule):
+    """An optimizer is built over ``model.parameters()`` and then ``model`` is bound to a new
+    module (``model = Net()``) that the function goes on to train, with no optimizer built
+    over the new one: every step updates the old, unused parameters.
+
+    Silent when the new model wraps the old (``DataParallel(model)``, ``torch.compile``),
+    when one loop holds both the optimizer and the rebinding (a fresh model per fold, with
+    its optimizer built at the top of the next iteration), and when nothing trains after."""
+
+    code = "TW503"
+    category = "optim"
+    summary = "optimizer over a replaced model"
+    operators = ("optimizer_on_stale_model",)
+    invalid = (
+        in_training_script(
+            """
+            model = Net().to(device)
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            model = Net().to(device)  # <-
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            """
+        ),
+    )
+    valid = (
+        in_training_script(
+            """
+            model = Net()
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            model = nn.DataParallel(model).to(device)
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            for fold in range(5):
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+                train(model, opt)
+                model = Net()
+            """
+        ),
+        in_training_script(
+            """
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            train(model, opt)
+            model = Net()
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            train(model, opt)
+            """
+        ),
+        in_training_script(
+            """
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            model = Net()
+            model.load_state_dict(torch.load("best.pt"))
+            print(evaluate(model))
+            """
+        ),
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            model = optimized_model(call) if optimizer_class(call, script.ctx) else None
+            if model is None:
+                continue
+            unit = script.unit(call)
+            for where, value in script.assignments_in_unit(model, unit):
+                fresh = script.before(call, where) and _fresh_model(value, model)
+                if fresh and not self._rebuilt(script, call, where, model):
+                    yield where, f"{model} is replaced after its optimizer was built on it"
+                    break
+
+    @staticmethod
+    def _rebuilt(script: Script, optimizer: cst.Call, where: Node, model: str) -> bool:
+        """Is the optimizer rebuilt (or is nothing trained) after ``model`` is rebound?"""
+        shared = [loop for loop in script.ctx.ancestors(optimizer) if isinstance(loop, _LOOPS)]
+        if any(script.ctx.within(loop, where) for loop in shared):
+            return True
+        after = [c for c in script.calls_in_unit(script.unit(where)) if script.before(where, c)]
+        if any(optimizer_class(c, script.ctx) or "optim" in (callee_name(c) or "") for c in after):
+            return True
+        return not trains(script, after)
+
+
+class OptimizerInEpochLoop(LintRule):
+    """An optimizer over ``model.parameters()`` is built in the body of the loop that trains,
+    for a model built outside that loop: momentum and Adam's moments restart every epoch.
+
+    Silent when the loop also builds or reloads the model (a fresh run per fold or seed),
+    when the optimizer's arguments read the loop variable (a sweep over learning rates),
+    when the loop (un)freezes parameters, and when the optimizer is built under an ``if``
+    (rebuilt on an event, such as unfreezing at one epoch)."""
+
+    code = "TW504"
+    category = "optim"
+    summary = "optimizer rebuilt every epoch"
+    operators = ("optimizer_recreated_each_epoch",)
+    invalid = (
+        in_training_script(
+            """
+            for epoch in range(10):
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3)  # <-
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
+    )
+    valid = (
+        in_training_script(
+            """
+            for fold in range(5):
+                model = Net()
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+                train(model, opt)
+            """
+        ),
+        in_training_script(
+            """
+            for lr in (1e-3, 1e-2):
+                opt = torch.optim.SGD(model.parameters(), lr=lr)
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            for seed in range(3):
+                model.load_state_dict(initial_state)
+                opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            for epoch in range(10):
+                if epoch == 5:
+                    model.backbone.requires_grad_(True)
+                    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            model = optimized_model(call) if optimizer_class(call, script.ctx) else None
+            statement = _statement(script, call)
+            loop = script.ctx.parent(script.ctx.parent(statement) or statement)
+            if model is None or not isinstance(loop, _LOOPS):
+                continue  # not directly in a loop body
+            inside = script.ctx.nodes_within(loop.body, cst.Call)
+            if any(script.kind(c) == "backward" and script.scope(c) is loop for c in inside):
+                continue  # the batch loop itself: TW113 reports it
+            if self._fresh_each_time(script, loop, call, model, inside):
+                continue
+            if trains(script, [c for c in inside if script.before(call, c)]):
+                yield call, "optimizer rebuilt in the training loop: its state restarts each time"
+
+    @staticmethod
+    def _fresh_each_time(
+        script: Script, loop: Node, call: cst.Call, model: str, inside: list[cst.Call]
+    ) -> bool:
+        targets = set(bound_names(loop.target)) if isinstance(loop, cst.For) else set()
+        read = {dotted_name(n) for n in script.ctx.nodes_within(call, cst.Name)}
+        rebound = any(
+            model in _binds(assign) for assign in script.ctx.nodes_within(loop.body, cst.Assign)
+        )
+        resets = {"load_state_dict", "reset_parameters", "apply", "requires_grad_"}
+        touched = any(
+            method_name(c) in resets and (dotted_name(receiver(c)) or "").startswith(model)
+            for c in inside
+        )
+        freezes = "requires_grad" in script.ctx.code(loop.body)
+        return bool(targets & read) or rebound or touched or freezes
+
+
+def _binds(assign: cst.Assign) -> set[str]:
+    return {name for target in assign.targets for name in bound_names(target.target)}
+
+
+class SchedulerNeverStepped(LintRule):
+    """A learning-rate scheduler is built and bound to a name, but no scheduler is ever
+    stepped: the learning rate stays at its initial value.
+
+    Silent when the scheduler is handed to code outside this file (a trainer, a
+    ``return``, a list) that may step it, and when some ``.step()`` call's receiver is
+    neither an optimizer nor a GradScaler (it may be this scheduler under another name)."""
+
+    code = "TW505"
+    category = "optim"
+    summary = "scheduler never stepped"
+    operators = ("drop_scheduler_step",)
+    invalid = (
+        in_training_script(
+            """
+            def train_one_epoch(model, opt, scheduler):
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+
+            scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)  # <-
+            for epoch in range(30):
+                train_one_epoch(model, opt, scheduler)
+                print(scheduler.get_last_lr())
+            """
+        ),
+    )
+    valid = (
+        in_training_script(
+            """
+            scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
+            for epoch in range(30):
+                train_one_epoch(model, opt)
+                scheduler.step()
+            """
+        ),
+        in_training_script(
+            """
+            def configure_optimizers(self):
+                scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
+                return [opt], [scheduler]
+            """
+        ),
+        in_training_script(
+            """
+            sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=100)
+            trainer = Trainer(model, opt, lr_scheduler=sched)
+            trainer.train()
+            """
+        ),
+        in_training_script(
+            """
+            scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
+            lr_policy = scheduler
+            for epoch in range(30):
+                train_one_epoch(model, opt)
+                lr_policy.step()
+            """
+        ),
+    )
+
+    def check(self, script: Script) -> Report:
+        steps = [c for c in script.calls if method_name(c) == "step"]
+        if any(script.kind(c) == "sched_step" for c in steps):
+            return
+        if any(
+            receiver_kind(receiver(c), script.ctx) not in ("optimizer", "scaler") for c in steps
+        ):
+            return  # a step we cannot name may be this scheduler's
+        for call in script.calls:
+            if constructor_kind(call, script.ctx) != "scheduler":
+                continue
+            assign = _binding(script, call)
+            names = [n for t in assign.targets for n in bound_names(t.target)] if assign else []
+            if len(names) == 1 and not self._handed_over(script, names[0], assign):
+                yield call, f"{names[0]} is never stepped: the learning rate never changes"
+
+    @staticmethod
+    def _handed_over(script: Script, name: str, assign: Node) -> bool:
+        """Is ``name`` read anywhere except as ``name.attr`` or an argument of a local function?"""
+        for node in script.ctx.nodes(cst.Name) + script.ctx.nodes(cst.Attribute):
+            if dotted_name(node) != name or script.ctx.within(assign, node):
+                continue
+            parent = script.ctx.parent(node)
+            if isinstance(parent, cst.Param) or (
+                isinstance(parent, cst.Arg) and parent.keyword is node
+            ):
+                continue  # a parameter or keyword that happens to share the name
+            if isinstance(parent, cst.Attribute) and parent.value is node:
+                continue  # scheduler.get_last_lr(), scheduler.state_dict()
+            if isinstance(parent, cst.Attribute):
+                continue  # the ``name`` part of some other ``x.name``
+            if isinstance(parent, cst.Arg) and script.local_callees(script.ctx.parent(parent)):
+                continue
+            return True
+        return False
