@@ -33,6 +33,9 @@ class LargeLearningRate(LintRule):
     confidence = "medium"
     adaptive_lr_max = 0.05  # Adam-family rates this large diverge on most problems
     sgd_lr_max = 2.0
+    # A literal factor of 1/100 or less on the rate itself: a lower rate for a backbone is
+    # written as ``lr * 0.1`` in a parameter group, not as the optimizer's own rate.
+    factor_min = 0.01
     invalid = (
         """
         import torch
@@ -45,6 +48,17 @@ class LargeLearningRate(LintRule):
         """,
         """
         import torch
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr * 0.01)  # <-
+        """,
+        """
+        import torch
+        LR = 1.0
+        def main():
+            lr = LR
+            opt = torch.optim.Adam(model.parameters(), lr=lr)  # <-
+        """,
+        """
+        import torch
         parser.add_argument("--lr", type=float, default=0.0)
         args = parser.parse_args()
         opt = torch.optim.SGD(model.parameters(), lr=args.lr)  # <-
@@ -54,6 +68,21 @@ class LargeLearningRate(LintRule):
         """
         import torch
         opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+        """,
+        """
+        import torch
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr * 0.1, momentum=0.9)
+        """,
+        """
+        import torch
+        opt = torch.optim.SGD(model.parameters(), lr=0.1 * args.batch_size / 256)
+        """,
+        """
+        import torch
+        opt = torch.optim.AdamW(
+            [{"params": head.parameters()}, {"params": backbone.parameters(), "lr": LR * 0.01}],
+            lr=LR,
+        )
         """,
         """
         import torch
@@ -77,7 +106,7 @@ class LargeLearningRate(LintRule):
             expr = lr.value
             if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
                 factor = number_value(expr.right) or number_value(expr.left)
-                if factor is not None and factor >= 10:
+                if factor is not None and (factor >= 10 or 0 < factor <= self.factor_min):
                     yield call, f"learning rate multiplied by {factor:g}"
                     continue
             value = resolve_number(script, expr)

@@ -1,21 +1,19 @@
-"""Optimizer and scheduler lifetimes: built over the wrong model, rebuilt every epoch,
-created and never stepped."""
+"""Optimizer lifetimes: built over a model that is then replaced, rebuilt every epoch."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from experiments.bench.lint.facts import reaches
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
 from mutator.semantics import (
     bound_names,
     callee_name,
-    constructor_kind,
     dotted_name,
     method_name,
     optimizer_class,
     receiver,
-    receiver_kind,
 )
 
 _LOOPS = (cst.For, cst.While)
@@ -33,25 +31,11 @@ def optimized_model(call: cst.Call) -> str | None:
 
 def trains(script: Script, calls: list[cst.Call]) -> bool:
     """Does one of ``calls`` step or backpropagate, itself or through a local function?"""
-    for call in calls:
-        if script.kind(call) in _TRAINING:
-            return True
-        if any(_TRAINING & script.effects(function) for function in script.local_callees(call)):
-            return True
-    return False
+    return reaches(script, calls, _TRAINING)
 
 
 def _statement(script: Script, node: Node) -> Node:
     return script.ctx.statement_of(node) or node
-
-
-def _binding(script: Script, node: Node) -> cst.Assign | None:
-    """The ``x = <node>`` statement ``node`` is the whole value of."""
-    statement = _statement(script, node)
-    if isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign):
-        assign = statement.body[0]
-        return assign if assign.value is node else None
-    return None
 
 
 def _fresh_model(value: cst.BaseExpression, old: str) -> bool:
@@ -261,102 +245,3 @@ class OptimizerInEpochLoop(LintRule):
 
 def _binds(assign: cst.Assign) -> set[str]:
     return {name for target in assign.targets for name in bound_names(target.target)}
-
-
-class SchedulerNeverStepped(LintRule):
-    """A learning-rate scheduler is built and bound to a name, but no scheduler is ever
-    stepped: the learning rate stays at its initial value.
-
-    Silent when the scheduler is handed to code outside this file (a trainer, a
-    ``return``, a list) that may step it, and when some ``.step()`` call's receiver is
-    neither an optimizer nor a GradScaler (it may be this scheduler under another name)."""
-
-    code = "TW505"
-    category = "optim"
-    summary = "scheduler never stepped"
-    operators = ("drop_scheduler_step",)
-    invalid = (
-        in_training_script(
-            """
-            def train_one_epoch(model, opt, scheduler):
-                for x, y in loader:
-                    opt.zero_grad()
-                    criterion(model(x), y).backward()
-                    opt.step()
-
-            scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)  # <-
-            for epoch in range(30):
-                train_one_epoch(model, opt, scheduler)
-                print(scheduler.get_last_lr())
-            """
-        ),
-    )
-    valid = (
-        in_training_script(
-            """
-            scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
-            for epoch in range(30):
-                train_one_epoch(model, opt)
-                scheduler.step()
-            """
-        ),
-        in_training_script(
-            """
-            def configure_optimizers(self):
-                scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
-                return [opt], [scheduler]
-            """
-        ),
-        in_training_script(
-            """
-            sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=100)
-            trainer = Trainer(model, opt, lr_scheduler=sched)
-            trainer.train()
-            """
-        ),
-        in_training_script(
-            """
-            scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
-            lr_policy = scheduler
-            for epoch in range(30):
-                train_one_epoch(model, opt)
-                lr_policy.step()
-            """
-        ),
-    )
-
-    def check(self, script: Script) -> Report:
-        steps = [c for c in script.calls if method_name(c) == "step"]
-        if any(script.kind(c) == "sched_step" for c in steps):
-            return
-        if any(
-            receiver_kind(receiver(c), script.ctx) not in ("optimizer", "scaler") for c in steps
-        ):
-            return  # a step we cannot name may be this scheduler's
-        for call in script.calls:
-            if constructor_kind(call, script.ctx) != "scheduler":
-                continue
-            assign = _binding(script, call)
-            names = [n for t in assign.targets for n in bound_names(t.target)] if assign else []
-            if len(names) == 1 and not self._handed_over(script, names[0], assign):
-                yield call, f"{names[0]} is never stepped: the learning rate never changes"
-
-    @staticmethod
-    def _handed_over(script: Script, name: str, assign: Node) -> bool:
-        """Is ``name`` read anywhere except as ``name.attr`` or an argument of a local function?"""
-        for node in script.ctx.nodes(cst.Name) + script.ctx.nodes(cst.Attribute):
-            if dotted_name(node) != name or script.ctx.within(assign, node):
-                continue
-            parent = script.ctx.parent(node)
-            if isinstance(parent, cst.Param) or (
-                isinstance(parent, cst.Arg) and parent.keyword is node
-            ):
-                continue  # a parameter or keyword that happens to share the name
-            if isinstance(parent, cst.Attribute) and parent.value is node:
-                continue  # scheduler.get_last_lr(), scheduler.state_dict()
-            if isinstance(parent, cst.Attribute):
-                continue  # the ``name`` part of some other ``x.name``
-            if isinstance(parent, cst.Arg) and script.local_callees(script.ctx.parent(parent)):
-                continue
-            return True
-        return False
