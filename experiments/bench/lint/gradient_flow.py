@@ -10,7 +10,7 @@ import libcst as cst
 from experiments.bench.lint.facts import backwarded_names, uses_bare
 from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
-from mutator.semantics import dotted_name, find_arg, method_name
+from mutator.semantics import callee_name, dotted_name, find_arg, method_name
 
 _CLIP_SETTING = re.compile(r"(clip|max_grad_norm|grad_norm)", re.IGNORECASE)
 
@@ -65,7 +65,11 @@ class UnusedClipSetting(LintRule):
 
 class DetachedLoss(LintRule):
     """backward() on a loss rebuilt from ``.item()``, ``.detach()`` or ``.data``: no
-    gradient reaches the model."""
+    gradient reaches the model.
+
+    Only when no part of the loss carries a graph (followed through the names it is built
+    from): ``critic(fake.detach()).mean()`` or ``mse(p, z.detach())`` detach an input of a
+    term that still has one."""
 
     code = "TW109"
     category = "gradient"
@@ -81,8 +85,38 @@ class DetachedLoss(LintRule):
                 opt.step()
             """
         ),
+        in_training_script(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y).detach().requires_grad_()
+                loss = loss / accum_steps
+                loss.backward()  # <-
+            """
+        ),
     )
-    valid = (CORRECT_LOOP,)
+    valid = (
+        CORRECT_LOOP,
+        in_training_script(
+            """
+            for real in loader:
+                opt.zero_grad()
+                fake = netG(noise)
+                loss = critic(fake.detach()).mean() - critic(real).mean() + 10 * penalty
+                loss.backward()
+                opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                p, z = model(x), target_net(x)
+                loss = criterion(p, z.detach()) + 0.1 * p.data.norm()
+                loss.backward()
+                opt.step()
+            """
+        ),
+    )
 
     def check(self, script: Script) -> Report:
         for call in script.calls_of("backward"):
@@ -95,12 +129,47 @@ class DetachedLoss(LintRule):
                 and receiver.args
             ):
                 receiver = receiver.args[0].value  # scaler.scale(loss).backward()
-            code = script.ctx.code(script.value_of(receiver, call))
-            if re.search(r"\.item\(\)|\.detach\(\)|\.data\b", code):
+            if _graph(script, receiver, call) == "free":
                 yield (
                     call,
                     "backward() on a loss rebuilt from .item()/.detach(): no gradient reaches the model",
                 )
+
+
+_DETACHING = {"item", "detach", "tolist"}
+_NEW_LEAF = {"tensor", "as_tensor", "float", "full_like", "zeros_like", "ones_like"}
+
+
+def _graph(script: Script, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> str:
+    """``free`` when ``expr`` carries no autograd graph, ``graph`` when a part of it may,
+    ``unknown`` for a name assigned nowhere before (a parameter, an int)."""
+    if depth > 5 or isinstance(expr, (cst.Integer, cst.Float)):
+        return "unknown"
+    if isinstance(expr, cst.Name):
+        value = script.value_of(expr, at)
+        if value is expr:
+            return "unknown"
+        return _graph(script, value, _assignment_of(script, value) or at, depth + 1)
+    if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+        parts = (
+            [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
+        )
+        kinds = {_graph(script, part, at, depth + 1) for part in parts}
+        return "graph" if "graph" in kinds else "free" if "free" in kinds else "unknown"
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return "free"
+    if isinstance(expr, cst.Call):
+        name = method_name(expr) or callee_name(expr)
+        if name in _DETACHING or name in _NEW_LEAF:
+            return "free"  # torch.tensor(loss.item(), requires_grad=True) is a new leaf
+        if name == "requires_grad_" and isinstance(expr.func, cst.Attribute):
+            return _graph(script, expr.func.value, at, depth + 1)
+    return "graph"
+
+
+def _assignment_of(script: Script, value: cst.CSTNode) -> cst.CSTNode | None:
+    """The statement that assigns ``value``: names in it resolve to values before it."""
+    return script.ctx.statement_of(value)
 
 
 class LossKeptWithGraph(LintRule):
