@@ -10,6 +10,7 @@ from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_train
 from experiments.bench.lint.script import Node, Script
 from mutator.semantics import (
     bound_names,
+    callee_name,
     find_arg,
     in_no_grad,
     is_model,
@@ -45,7 +46,7 @@ class RetainGraphLeftIn(LintRule):
     """``backward(retain_graph=True)`` in a training loop whose graph nothing backpropagates
     again: every step keeps its whole graph (activations included) alive until the next one.
 
-    Silent when the function calls backward() more than once or calls ``autograd.grad``
+    Silent when the loop calls backward() more than once, its function calls ``autograd.grad``
     (two losses sharing a graph: GANs, auxiliary losses), when a state is carried from one
     iteration into the next (``out, hidden = model(x, hidden)``: truncated BPTT without
     detach needs the graph), and when the loop reads a forward computed before it (a graph
@@ -128,17 +129,26 @@ class RetainGraphLeftIn(LintRule):
             loop = script.scope(call)
             if retain is None or not is_true(retain.value) or not isinstance(loop, _LOOPS):
                 continue
-            unit = script.unit(call)
-            if len(script.direct_calls("backward", unit)) > 1 or _calls_autograd_grad(script, unit):
+            if _another_backward(script, loop, call) or _calls_autograd_grad(script, loop):
                 continue
             if _carries_state(script, loop) or _reads_forward_from_before(script, loop):
                 continue
             yield call, "retain_graph=True but nothing backpropagates this graph again: it leaks"
 
 
-def _calls_autograd_grad(script: Script, unit: Node) -> bool:
+def _another_backward(script: Script, loop: Node, call: cst.Call) -> bool:
+    """Does the loop run a second backward(), itself or through a local function?"""
+    inside = script.ctx.nodes_within(loop, cst.Call)
+    if any(c is not call and script.kind(c) == "backward" for c in inside):
+        return True
+    return any("backward" in script.effects(f) for c in inside for f in script.local_callees(c))
+
+
+def _calls_autograd_grad(script: Script, loop: Node) -> bool:
+    """``torch.autograd.grad`` in the loop's function (a gradient penalty, meta-learning)."""
     return any(
-        script.qualified(call.func) & {"torch.autograd.grad"} for call in script.calls_in_unit(unit)
+        script.qualified(call.func) & {"torch.autograd.grad"}
+        for call in script.calls_in_unit(script.unit(loop))
     )
 
 
@@ -167,9 +177,16 @@ def _reads_forward_from_before(script: Script, loop: Node) -> bool:
         if not script.before(assign, loop) or not (_binds(assign) & read):
             continue
         for call in script.ctx.nodes_within(assign.value, cst.Call):
-            if is_model(call.func, script.ctx) and not in_no_grad(assign, script.ctx):
+            if _forward(script, call) and not in_no_grad(assign, script.ctx):
                 return True
     return False
+
+
+def _forward(script: Script, call: cst.Call) -> bool:
+    """A model instance run on inputs (``model(x)``, ``netG(z)``), not ``Net()`` building one."""
+    name = callee_name(call) or ""
+    constructor = len(name) > 1 and name[:1].isupper()
+    return not constructor and is_model(call.func, script.ctx)
 
 
 class NoGradTrainingLoss(LintRule):

@@ -137,12 +137,14 @@ class SchedulerBeforeOptimizer(LintRule):
 
 
 class SchedulerNeverStepped(LintRule):
-    """A learning-rate scheduler is built and bound to a name, but no scheduler is ever
-    stepped: the learning rate stays at its initial value.
+    """A learning-rate scheduler is built and bound to a name that is never stepped: no
+    ``name.step(...)``, and no local function it is handed to steps a scheduler. The
+    learning rate stays at its initial value.
 
     Silent when the scheduler is handed to code outside this file (a trainer, a
     ``return``, a list) that may step it, and when some ``.step()`` call's receiver is
-    neither an optimizer nor a GradScaler (it may be this scheduler under another name)."""
+    neither an optimizer, a GradScaler nor a scheduler built here (it may be this one
+    under another name)."""
 
     code = "TW505"
     category = "optim"
@@ -161,6 +163,15 @@ class SchedulerNeverStepped(LintRule):
             for epoch in range(30):
                 train_one_epoch(model, opt, scheduler)
                 print(scheduler.get_last_lr())
+            """
+        ),
+        in_training_script(
+            """
+            warmup = torch.optim.lr_scheduler.LinearLR(opt, 0.1, total_iters=5)  # <-
+            plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
+            for epoch in range(30):
+                train_one_epoch(model, opt)
+                plateau.step(validate(model))
             """
         ),
     )
@@ -196,41 +207,61 @@ class SchedulerNeverStepped(LintRule):
                 lr_policy.step()
             """
         ),
+        in_training_script(
+            """
+            def train_one_epoch(model, opt, sched):
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+                    sched.step()
+
+            scheduler = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=100)
+            for epoch in range(30):
+                train_one_epoch(model, opt, scheduler)
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
-        steps = [c for c in script.calls if method_name(c) == "step"]
-        if any(script.kind(c) == "sched_step" for c in steps):
-            return
-        if any(
-            receiver_kind(receiver(c), script.ctx) not in ("optimizer", "scaler") for c in steps
-        ):
-            return  # a step we cannot name may be this scheduler's
+        built = {}
         for call in script.calls:
-            if constructor_kind(call, script.ctx) != "scheduler":
+            if constructor_kind(call, script.ctx) == "scheduler":
+                assign = _binding(script, call)
+                names = [n for t in assign.targets for n in bound_names(t.target)] if assign else []
+                if len(names) == 1:
+                    built.setdefault(names[0], []).append((call, assign))
+        steps = [c for c in script.calls if method_name(c) == "step"]
+        stepped = {dotted_name(receiver(c)) for c in steps}
+        if any(
+            name not in built
+            and receiver_kind(receiver(c), script.ctx) not in ("optimizer", "scaler")
+            for c, name in ((c, dotted_name(receiver(c))) for c in steps)
+        ):
+            return  # a step we cannot name may be one of these schedulers'
+        for name, sites in built.items():
+            if name in stepped or any(self._handed_over(script, name, a) for _, a in sites):
                 continue
-            assign = _binding(script, call)
-            names = [n for t in assign.targets for n in bound_names(t.target)] if assign else []
-            if len(names) == 1 and not self._handed_over(script, names[0], assign):
-                yield call, f"{names[0]} is never stepped: the learning rate never changes"
+            yield sites[0][0], f"{name} is never stepped: the learning rate never changes"
 
     @staticmethod
     def _handed_over(script: Script, name: str, assign: Node) -> bool:
-        """Is ``name`` read anywhere except as ``name.attr`` or an argument of a local function?"""
+        """Is ``name`` read anywhere except as ``name.attr``, or handed to a local function
+        that steps a scheduler?"""
         for node in script.ctx.nodes(cst.Name) + script.ctx.nodes(cst.Attribute):
             if dotted_name(node) != name or script.ctx.within(assign, node):
                 continue
             parent = script.ctx.parent(node)
-            if isinstance(parent, cst.Param) or (
+            if isinstance(parent, (cst.Param, cst.AssignTarget)) or (
                 isinstance(parent, cst.Arg) and parent.keyword is node
             ):
-                continue  # a parameter or keyword that happens to share the name
-            if isinstance(parent, cst.Attribute) and parent.value is node:
-                continue  # scheduler.get_last_lr(), scheduler.state_dict()
+                continue  # a parameter, keyword or rebinding that shares the name
             if isinstance(parent, cst.Attribute):
-                continue  # the ``name`` part of some other ``x.name``
-            if isinstance(parent, cst.Arg) and script.local_callees(script.ctx.parent(parent)):
-                continue
+                continue  # scheduler.get_last_lr(), or the ``name`` of some ``x.name``
+            if isinstance(parent, cst.Arg):
+                callees = script.local_callees(script.ctx.parent(parent))
+                if callees and not any("sched_step" in script.effects(f) for f in callees):
+                    continue
             return True
         return False
 
