@@ -167,3 +167,52 @@ class TinyAdamEps(LintRule):
             value = number_value(arg.value) if arg is not None else None
             if value is not None and value < 1e-12 and adaptive_optimizer(call, script.ctx):
                 yield call, f"eps={value:g}: steps explode where the second moment is tiny"
+
+
+class AdamCoupledDecay(LintRule):
+    """``torch.optim.Adam`` with a weight decay of 0.05 or more, a value chosen for AdamW:
+    Adam adds it to the gradient as L2 and then divides it by the second moment, so weights
+    with large gradients are barely decayed. L2 strengths used with Adam are 1e-5..1e-3.
+
+    Only ``Adam`` itself; AdamW, SGD and the rest decay as their weight_decay says."""
+
+    code = "TW508"
+    category = "optim"
+    summary = "AdamW-sized weight decay on Adam"
+    operators = ("adam_l2_instead_of_adamw",)
+    confidence = "medium"
+    decay_min = 0.05
+    invalid = (
+        """
+        import torch
+        WEIGHT_DECAY = 0.1
+        opt = torch.optim.Adam(model.parameters(), lr=3e-4, weight_decay=WEIGHT_DECAY)  # <-
+        """,
+    )
+    valid = (
+        """
+        import torch
+        opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+        """,
+        """
+        import torch
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+        """,
+        """
+        import torch
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=args.wd)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            if optimizer_class(call, script.ctx) != "Adam":
+                continue
+            decay = find_arg(call, keyword="weight_decay", position=4)
+            value = resolve_number(script, decay.value) if decay is not None else None
+            if value is not None and value >= self.decay_min:
+                yield (
+                    call,
+                    f"Adam with weight_decay={value:g} couples the decay to the gradient"
+                    " scale (AdamW decouples it)",
+                )
