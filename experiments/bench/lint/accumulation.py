@@ -49,8 +49,9 @@ class UnscaledAccumulation(LintRule):
     ``accum_steps`` times the mean one. Reported at the backward().
 
     Silent when the step is gated by a counter that does not name accumulation (logging
-    or evaluation intervals), and when anything is divided by it (the loss, or the
-    learning rate instead)."""
+    or evaluation intervals), when anything is divided by it (the loss, or the learning
+    rate instead), and when the loop divides anything at all (a loss normalised by the
+    tokens of the whole accumulation window)."""
 
     code = "TW120"
     category = "gradient"
@@ -94,6 +95,16 @@ class UnscaledAccumulation(LintRule):
         in_training_script(
             """
             for i, (x, y) in enumerate(loader):
+                loss = loss_fn(model(x), y, reduction="sum") / tokens_per_window
+                loss.backward()
+                if (i + 1) % accum_steps == 0:
+                    opt.step()
+                    opt.zero_grad()
+            """
+        ),
+        in_training_script(
+            """
+            for i, (x, y) in enumerate(loader):
                 opt.zero_grad()
                 criterion(model(x), y).backward()
                 opt.step()
@@ -109,8 +120,27 @@ class UnscaledAccumulation(LintRule):
             if divisor is None or _divides_by(script, divisor):
                 continue
             backwards = _backwards_of_loop(script, step)
-            if backwards:
+            if backwards and not _divides_in_loop(script, step):
                 yield backwards[0], f"gradients of {divisor} micro-batches are summed, not averaged"
+
+
+def _divides_in_loop(script: Script, step: cst.Call) -> bool:
+    """Any division in the loop around the step: the loss may be normalised another way
+    (by the tokens of the whole accumulation window, ``loss_sum / n_tokens``)."""
+    loop = script.ctx.enclosing(step, (cst.For, cst.While))
+    if loop is None:
+        return False
+    divisions = [
+        op
+        for op in script.ctx.nodes_within(loop, cst.BinaryOperation)
+        if isinstance(op.operator, cst.Divide)
+    ]
+    augmented = [
+        a
+        for a in script.ctx.nodes_within(loop, cst.AugAssign)
+        if isinstance(a.operator, cst.DivideAssign)
+    ]
+    return bool(divisions or augmented)
 
 
 def _backwards_of_loop(script: Script, step: cst.Call) -> list[cst.Call]:

@@ -9,8 +9,11 @@ import libcst as cst
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
 from mutator.semantics import (
+    bound_names,
     constructor_kind,
+    dotted_name,
     find_arg,
+    is_false,
     method_name,
     receiver,
     receiver_kind,
@@ -67,8 +70,11 @@ class AmpWithoutGradScaler(LintRule):
     ``.scale(...)``; or there is no GradScaler at all and a ``with`` block autocasts to
     float16 (an explicit ``dtype=torch.float16``, or CUDA autocast without a dtype).
 
-    Silent for bfloat16 and an unknown dtype, and where a library scales the loss
-    (Accelerate's ``accelerator.backward``, apex, DeepSpeed, Fabric)."""
+    Without a GradScaler, only when the backwarded loss is computed in the float16 block
+    (an autocast around a teacher's or an evaluation forward is not this bug). Silent for
+    bfloat16 and an unknown dtype, for ``GradScaler(enabled=False)`` and a scaler handed to
+    code outside the file, and where a library scales the loss (Accelerate's
+    ``accelerator.backward``, apex, DeepSpeed, Fabric)."""
 
     code = "TW117"
     category = "numerics"
@@ -138,24 +144,81 @@ class AmpWithoutGradScaler(LintRule):
                 opt.step()
             """
         ),
+        _example(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                with torch.no_grad(), torch.cuda.amp.autocast():
+                    target = teacher(x)
+                loss = criterion(model(x), target.float())
+                loss.backward()
+                opt.step()
+            """
+        ),
+        _example(
+            """
+            scaler = torch.cuda.amp.GradScaler(enabled=False)
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+            """
+        ),
     )
 
     def check(self, script: Script) -> Report:
         plain = _plain_backwards(script)
         if not plain or _SELF_SCALING.search(script.file.source):
             return
-        if _scalers(script):
-            if not any(method_name(call) == "scale" for call in script.calls):
+        scalers = _scalers(script)
+        if scalers:
+            unused = not any(method_name(call) == "scale" for call in script.calls)
+            if unused and not any(_disabled(s) or _handed_over(script, s) for s in scalers):
                 yield plain[0], "a GradScaler is built but the loss is never scaled"
             return
         for call in plain:
-            unit = script.unit(call)
-            if any(
-                _float16_autocast(script, c) and script.before(c, call)
-                for c in script.calls_in_unit(unit)
-            ):
+            if _loss_under_float16(script, call):
                 yield call, "float16 autocast without a GradScaler: small gradients underflow"
                 return
+
+
+def _disabled(scaler: cst.Call) -> bool:
+    """``GradScaler(enabled=False)``: a scaler that does nothing (AMP switched off)."""
+    enabled = find_arg(scaler, keyword="enabled")
+    return enabled is not None and is_false(enabled.value)
+
+
+def _handed_over(script: Script, scaler: cst.Call) -> bool:
+    """Is the scaler passed to code outside this file (a trainer that scales the loss)?"""
+    statement = script.ctx.statement_of(scaler)
+    if not (
+        isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign)
+    ):
+        return True  # not bound to a name: it went somewhere we cannot follow
+    names = {n for t in statement.body[0].targets for n in bound_names(t.target)}
+    for arg in script.ctx.nodes(cst.Arg):
+        call = script.ctx.parent(arg)
+        if dotted_name(arg.value) in names and not script.local_callees(call):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+def _loss_under_float16(script: Script, backward: cst.Call) -> bool:
+    """Is the backwarded tensor assigned (or backward() called) inside a float16 autocast
+    ``with`` block? An autocast used only for a teacher's or an evaluation forward is not."""
+    name = dotted_name(receiver(backward))
+    for with_node in script.ctx.nodes(cst.With):
+        autocasts = [i.item for i in with_node.items if isinstance(i.item, cst.Call)]
+        if not any(_float16_autocast(script, item) for item in autocasts):
+            continue
+        if script.ctx.within(with_node, backward):
+            return True
+        for assign in script.ctx.nodes_within(with_node.body, cst.Assign):
+            bound = {n for t in assign.targets for n in bound_names(t.target)}
+            if name in bound and script.unit(assign) is script.unit(backward):
+                return True
+    return False
 
 
 class ClipWithoutUnscale(LintRule):

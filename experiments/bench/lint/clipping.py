@@ -14,9 +14,9 @@ _THRESHOLD["clip_grad_value_"] = "clip_value"
 
 
 class ClipThresholdScaled(LintRule):
-    """A clipping threshold multiplied by a literal factor of 10 or more or 1/10 or less
-    (``max_norm=CLIP * 0.01``), or a ``max_norm`` of 0.01 or less: every step is clipped
-    to a tiny norm.
+    """A clipping threshold multiplied by a literal factor of 100 or more or 1/100 or less
+    (``max_norm=CLIP * 0.01``: every step clipped to a tiny norm; ``CLIP * 100``: clipping
+    never fires), or a ``max_norm`` of 0.01 or less.
 
     A large literal ``max_norm`` (100) is left alone: some correct scripts clip only as a
     safety net."""
@@ -74,6 +74,7 @@ class ClipThresholdScaled(LintRule):
                 opt.zero_grad()
                 criterion(model(x), y).backward()
                 nn.utils.clip_grad_norm_(model.parameters(), args.clip * accum_steps)
+                nn.utils.clip_grad_value_(model.parameters(), CLIP_VALUE * 0.5)
                 opt.step()
             """
         ),
@@ -88,7 +89,7 @@ class ClipThresholdScaled(LintRule):
             expr = arg.value
             if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
                 factor = number_value(expr.right) or number_value(expr.left)
-                if factor is not None and (factor >= 10 or 0 < factor <= 0.1):
+                if factor is not None and (factor >= 100 or 0 < factor <= 0.01):
                     yield call, f"{keyword} multiplied by {factor:g}"
                     continue
             value = resolve_number(script, expr)

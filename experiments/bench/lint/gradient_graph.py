@@ -103,6 +103,16 @@ class RetainGraphLeftIn(LintRule):
         ),
         in_training_script(
             """
+            old_logprobs = policy.evaluate(states)
+            for _ in range(4):
+                opt.zero_grad()
+                loss = -(policy.evaluate(states) - old_logprobs).exp().mean()
+                loss.backward(retain_graph=True)
+                opt.step()
+            """
+        ),
+        in_training_script(
+            """
             memory = model(prompt)
             for x, y in loader:
                 opt.zero_grad()
@@ -171,8 +181,10 @@ def _carries_state(script: Script, loop: Node) -> bool:
 
 
 def _reads_forward_from_before(script: Script, loop: Node) -> bool:
-    """The loop reads a name assigned (before it, in its function) from a model forward."""
-    read = {name.value for name in script.ctx.nodes_within(loop, cst.Name)}
+    """The loop reads a name assigned (before it, in its function) from a model forward and
+    never rebinds it (``hidden = model.init_hidden()`` is replaced each iteration)."""
+    rebound = {name for assign in _assigns_in(script, loop) for name in _binds(assign)}
+    read = {name.value for name in script.ctx.nodes_within(loop, cst.Name)} - rebound
     for assign in _assigns_in(script, script.unit(loop)):
         if not script.before(assign, loop) or not (_binds(assign) & read):
             continue
@@ -182,11 +194,20 @@ def _reads_forward_from_before(script: Script, loop: Node) -> bool:
     return False
 
 
+_NOT_FORWARD = {"to", "cuda", "cpu", "float", "double", "half", "train", "eval", "apply"}
+_NOT_FORWARD |= {"parameters", "named_parameters", "state_dict", "requires_grad_", "modules"}
+
+
 def _forward(script: Script, call: cst.Call) -> bool:
-    """A model instance run on inputs (``model(x)``, ``netG(z)``), not ``Net()`` building one."""
+    """A model instance run on inputs (``model(x)``, ``netG(z)``, ``policy.evaluate(s)``),
+    not ``Net()`` building one or ``model.to(device)`` moving it."""
     name = callee_name(call) or ""
-    constructor = len(name) > 1 and name[:1].isupper()
-    return not constructor and is_model(call.func, script.ctx)
+    if len(name) > 1 and name[:1].isupper():
+        return False
+    if is_model(call.func, script.ctx):
+        return True
+    method = isinstance(call.func, cst.Attribute) and name not in _NOT_FORWARD
+    return method and is_model(call.func.value, script.ctx)  # type: ignore[union-attr]
 
 
 class NoGradTrainingLoss(LintRule):

@@ -8,6 +8,7 @@ import libcst as cst
 
 from experiments.bench.lint.rule import LintRule, Report
 from experiments.bench.lint.script import Script
+from mutator.semantics import optimizer_class
 
 # Constants whose only job is to configure the optimizer: defined and never read, training
 # runs without the momentum or warmup the author chose. (Clipping settings: TW108.)
@@ -21,7 +22,8 @@ class UnusedStepSetting(LintRule):
     0.9``, ``WARMUP_STEPS = 100``) is never read: training runs without the setting its
     author chose.
 
-    Silent when the file reads its constants dynamically (``globals()``, ``vars()``,
+    Only in a file that builds an optimizer or calls backward(). Silent when the file
+    reads its constants dynamically (``globals()``, ``vars()``,
     ``exec`` of a config file, nanoGPT style) or lists them in ``__all__`` for other
     modules."""
 
@@ -70,11 +72,16 @@ class UnusedStepSetting(LintRule):
         MOMENTUM = 0.9
         parser.add_argument("--momentum", type=float, default=MOMENTUM)
         """,
+        """
+        MOMENTUM = 0.9
+        WARMUP_STEPS = 500
+        BATCH_SIZE = 64
+        """,
     )
 
     def check(self, script: Script) -> Report:
-        if _DYNAMIC.search(script.file.source):
-            return
+        if _DYNAMIC.search(script.file.source) or not _trains(script):
+            return  # a config module's constants are read by the scripts that import it
         counts: dict[str, int] = {}
         for name in script.ctx.nodes(cst.Name):
             counts[name.value] = counts.get(name.value, 0) + 1
@@ -90,3 +97,10 @@ class UnusedStepSetting(LintRule):
                 # The assignment is the only mention of the name in the file.
                 if _STEP_SETTINGS.search(target.value) and counts[target.value] == 1:
                     yield small, f"{target.value} is set but never used"
+
+
+def _trains(script: Script) -> bool:
+    """Does the file build a torch optimizer or call backward() itself?"""
+    return bool(script.calls_of("backward")) or any(
+        optimizer_class(call, script.ctx) for call in script.calls
+    )

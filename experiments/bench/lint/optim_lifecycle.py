@@ -11,7 +11,9 @@ from mutator.semantics import (
     bound_names,
     callee_name,
     dotted_name,
+    find_arg,
     method_name,
+    number_value,
     optimizer_class,
     receiver,
 )
@@ -106,6 +108,15 @@ class OptimizerOnStaleModel(LintRule):
         in_training_script(
             """
             opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            train(model, opt)
+            model = Finetuner(model.encoder)
+            opt, sched = setup_training(model, cfg)
+            train(model, opt)
+            """
+        ),
+        in_training_script(
+            """
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
             for x, y in loader:
                 opt.zero_grad()
                 criterion(model(x), y).backward()
@@ -135,10 +146,34 @@ class OptimizerOnStaleModel(LintRule):
         shared = [loop for loop in script.ctx.ancestors(optimizer) if isinstance(loop, _LOOPS)]
         if any(script.ctx.within(loop, where) for loop in shared):
             return True
-        after = [c for c in script.calls_in_unit(script.unit(where)) if script.before(where, c)]
-        if any(optimizer_class(c, script.ctx) or "optim" in (callee_name(c) or "") for c in after):
-            return True
+        unit = script.unit(where)
+        after = [c for c in script.calls_in_unit(unit) if script.before(where, c)]
+        if any(optimizer_class(c, script.ctx) or "opt" in (callee_name(c) or "") for c in after):
+            return True  # torch.optim.X(...), build_optimizer(model), configure_optimizers()
+        bound = _binding_name(script, optimizer)
+        if bound and any(
+            script.before(where, w) for w, _ in script.assignments_in_unit(bound, unit)
+        ):
+            return True  # optimizer, scheduler = setup(model)
         return not trains(script, after)
+
+
+def _binding_name(script: Script, node: Node) -> str | None:
+    """``opt`` of ``opt = <node>``."""
+    statement = _statement(script, node)
+    if isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign):
+        assign = statement.body[0]
+        if assign.value is node and len(assign.targets) == 1:
+            return dotted_name(assign.targets[0].target)
+    return None
+
+
+def _stateless(script: Script, call: cst.Call) -> bool:
+    """Plain SGD (no momentum) keeps no state: rebuilding it loses nothing."""
+    if optimizer_class(call, script.ctx) != "SGD":
+        return False
+    momentum = find_arg(call, keyword="momentum", position=2)
+    return momentum is None or number_value(momentum.value) == 0
 
 
 class OptimizerInEpochLoop(LintRule):
@@ -147,8 +182,9 @@ class OptimizerInEpochLoop(LintRule):
 
     Silent when the loop also builds or reloads the model (a fresh run per fold or seed),
     when the optimizer's arguments read the loop variable (a sweep over learning rates),
-    when the loop (un)freezes parameters, and when the optimizer is built under an ``if``
-    (rebuilt on an event, such as unfreezing at one epoch)."""
+    when the loop (un)freezes parameters, when the optimizer is built under an ``if``
+    (rebuilt on an event, such as unfreezing at one epoch), and for plain SGD without
+    momentum (stateless: rebuilding it per epoch is an old way to set the learning rate)."""
 
     code = "TW504"
     category = "optim"
@@ -199,6 +235,17 @@ class OptimizerInEpochLoop(LintRule):
         in_training_script(
             """
             for epoch in range(10):
+                lr = 0.1 * 0.5 ** (epoch // 3)
+                opt = torch.optim.SGD(model.parameters(), lr=lr)
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            for epoch in range(10):
                 if epoch == 5:
                     model.backbone.requires_grad_(True)
                     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
@@ -220,7 +267,7 @@ class OptimizerInEpochLoop(LintRule):
             inside = script.ctx.nodes_within(loop.body, cst.Call)
             if any(script.kind(c) == "backward" and script.scope(c) is loop for c in inside):
                 continue  # the batch loop itself: TW113 reports it
-            if self._fresh_each_time(script, loop, call, model, inside):
+            if _stateless(script, call) or self._fresh_each_time(script, loop, call, model, inside):
                 continue
             if trains(script, [c for c in inside if script.before(call, c)]):
                 yield call, "optimizer rebuilt in the training loop: its state restarts each time"
