@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from experiments.bench.lint.facts import reaches
@@ -21,6 +23,7 @@ from mutator.semantics import (
 _LOOPS = (cst.For, cst.While)
 _MOVES = {"to", "cuda", "cpu", "double", "float", "half", "train"}  # return the same module
 _TRAINING = {"backward", "opt_step"}
+_FACTORY = re.compile(r"^(make|build|create|get|new|init)_(model|net|network)$")
 
 
 def optimized_model(call: cst.Call) -> str | None:
@@ -41,13 +44,19 @@ def _statement(script: Script, node: Node) -> Node:
 
 
 def _fresh_model(value: cst.BaseExpression, old: str) -> bool:
-    """``Net()`` / ``Net(...).to(device)``: a new module object that does not wrap ``old``
-    (``DataParallel(model)``, ``torch.compile(model)`` keep its parameters)."""
+    """``Net()`` / ``Net(...).to(device)`` / ``make_model(cfg)``: a new module object that
+    does not wrap ``old`` or a part of it (``DataParallel(model)``, ``torch.compile(model)``,
+    ``Finetuner(model.encoder)`` keep its parameters)."""
     while isinstance(value, cst.Call) and method_name(value) in _MOVES:
         value = receiver(value)
-    if not isinstance(value, cst.Call) or not (callee_name(value) or "")[:1].isupper():
+    if not isinstance(value, cst.Call):
         return False
-    return old not in {dotted_name(arg.value) for arg in value.args}
+    name = callee_name(value) or ""
+    # ``Net(...)``, or a factory named for what it returns: ``make_model()``, ``build_net``.
+    if not (name[:1].isupper() or _FACTORY.search(name)):
+        return False
+    passed = {dotted_name(arg.value) for arg in value.args}
+    return not any(p == old or (p or "").startswith(old + ".") for p in passed)
 
 
 class OptimizerOnStaleModel(LintRule):
@@ -73,6 +82,20 @@ class OptimizerOnStaleModel(LintRule):
                 opt.zero_grad()
                 criterion(model(x), y).backward()
                 opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            def train(model, opt):
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+
+            model = make_model()
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            model = make_model()  # <-
+            train(model, opt)
             """
         ),
     )
@@ -112,6 +135,16 @@ class OptimizerOnStaleModel(LintRule):
             model = Finetuner(model.encoder)
             opt, sched = setup_training(model, cfg)
             train(model, opt)
+            """
+        ),
+        in_training_script(
+            """
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            model = Classifier(model.encoder)
+            for x, y in loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
             """
         ),
         in_training_script(
