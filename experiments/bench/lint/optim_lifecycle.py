@@ -175,20 +175,27 @@ class OptimizerOnStaleModel(LintRule):
 
     @staticmethod
     def _rebuilt(script: Script, optimizer: cst.Call, where: Node, model: str) -> bool:
-        """Is the optimizer rebuilt (or is nothing trained) after ``model`` is rebound?"""
+        """Is an optimizer over the new ``model`` built (or the optimizer's name rebound)
+        before anything trains after the rebinding? Nothing trained: also silent."""
         shared = [loop for loop in script.ctx.ancestors(optimizer) if isinstance(loop, _LOOPS)]
         if any(script.ctx.within(loop, where) for loop in shared):
             return True
         unit = script.unit(where)
-        after = [c for c in script.calls_in_unit(unit) if script.before(where, c)]
-        if any(optimizer_class(c, script.ctx) or "opt" in (callee_name(c) or "") for c in after):
-            return True  # torch.optim.X(...), build_optimizer(model), configure_optimizers()
         bound = _binding_name(script, optimizer)
-        if bound and any(
-            script.before(where, w) for w, _ in script.assignments_in_unit(bound, unit)
-        ):
-            return True  # optimizer, scheduler = setup(model)
-        return not trains(script, after)
+        rebinds = [w for w, _ in script.assignments_in_unit(bound, unit)] if bound else []
+        for call in script.calls_in_unit(unit):
+            if not script.before(where, call):
+                continue
+            if any(script.before(w, call) and script.before(where, w) for w in rebinds):
+                return True  # opt, sched = setup(model)
+            builds = optimizer_class(call, script.ctx) or "opt" in (callee_name(call) or "")
+            if builds and model in {
+                dotted_name(n) for n in script.ctx.nodes_within(call, cst.Name)
+            }:
+                return True  # torch.optim.X(model.parameters()), build_optimizer(model)
+            if trains(script, [call]):
+                return False
+        return True
 
 
 def _binding_name(script: Script, node: Node) -> str | None:
