@@ -189,9 +189,9 @@ class OptimizerOnStaleModel(LintRule):
             if any(script.before(w, call) and script.before(where, w) for w in rebinds):
                 return True  # opt, sched = setup(model)
             builds = optimizer_class(call, script.ctx) or "opt" in (callee_name(call) or "")
-            if builds and model in {
-                dotted_name(n) for n in script.ctx.nodes_within(call, cst.Name)
-            }:
+            mentioned = script.ctx.nodes_within(call, cst.Name)
+            mentioned += script.ctx.nodes_within(call, cst.Attribute)
+            if builds and model in {dotted_name(n) for n in mentioned}:
                 return True  # torch.optim.X(model.parameters()), build_optimizer(model)
             if trains(script, [call]):
                 return False
