@@ -13,6 +13,8 @@ from mutator.semantics import optimizer_class
 # Constants whose only job is to configure the optimizer: defined and never read, training
 # runs without the momentum or warmup the author chose. (Clipping settings: TW108.)
 _STEP_SETTINGS = re.compile(r"MOMENTUM|WARMUP")
+# Batch-norm momentum (``BN_MOMENTUM``) configures layers, not the optimizer.
+_NORM = re.compile(r"BN|NORM")
 # Ways a module constant is read without its name appearing: config dumps and overrides.
 _DYNAMIC = re.compile(r"\bglobals\(\)|\bvars\(\)|\blocals\(\)|\bexec\(|__all__")
 
@@ -77,6 +79,11 @@ class UnusedStepSetting(LintRule):
         WARMUP_STEPS = 500
         BATCH_SIZE = 64
         """,
+        """
+        import torch
+        BN_MOMENTUM = 0.1
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        """,
     )
 
     def check(self, script: Script) -> Report:
@@ -95,7 +102,8 @@ class UnusedStepSetting(LintRule):
                 if not isinstance(target, cst.Name) or not target.value.isupper():
                     continue
                 # The assignment is the only mention of the name in the file.
-                if _STEP_SETTINGS.search(target.value) and counts[target.value] == 1:
+                setting = _STEP_SETTINGS.search(target.value) and not _NORM.search(target.value)
+                if setting and counts[target.value] == 1:
                     yield small, f"{target.value} is set but never used"
 
 

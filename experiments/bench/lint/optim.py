@@ -79,6 +79,11 @@ class LargeLearningRate(LintRule):
         """,
         """
         import torch
+        head_opt = torch.optim.SGD(head.parameters(), lr=LR, momentum=0.9)
+        backbone_opt = torch.optim.SGD(backbone.parameters(), lr=LR * 0.01, momentum=0.9)
+        """,
+        """
+        import torch
         opt = torch.optim.AdamW(
             [{"params": head.parameters()}, {"params": backbone.parameters(), "lr": LR * 0.01}],
             lr=LR,
@@ -98,6 +103,8 @@ class LargeLearningRate(LintRule):
     )
 
     def check(self, script: Script) -> Report:
+        # Two optimizers may be discriminative rates (a backbone at ``LR * 0.01``).
+        several = sum(1 for call in script.calls if optimizer_class(call, script.ctx)) > 1
         for call in script.calls:
             name = optimizer_class(call, script.ctx)
             lr = find_arg(call, keyword="lr", position=1) if name else None
@@ -106,7 +113,8 @@ class LargeLearningRate(LintRule):
             expr = lr.value
             if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
                 factor = number_value(expr.right) or number_value(expr.left)
-                if factor is not None and (factor >= 10 or 0 < factor <= self.factor_min):
+                small = factor is not None and 0 < factor <= self.factor_min and not several
+                if factor is not None and (factor >= 10 or small):
                     yield call, f"learning rate multiplied by {factor:g}"
                     continue
             value = resolve_number(script, expr)
