@@ -189,7 +189,7 @@ def _reads_forward_from_before(script: Script, loop: Node) -> bool:
         if not script.before(assign, loop) or not (_binds(assign) & read):
             continue
         for call in script.ctx.nodes_within(assign.value, cst.Call):
-            if _forward(script, call) and not in_no_grad(assign, script.ctx):
+            if forward_call(script, call) and not in_no_grad(assign, script.ctx):
                 return True
     return False
 
@@ -198,7 +198,7 @@ _NOT_FORWARD = {"to", "cuda", "cpu", "float", "double", "half", "train", "eval",
 _NOT_FORWARD |= {"parameters", "named_parameters", "state_dict", "requires_grad_", "modules"}
 
 
-def _forward(script: Script, call: cst.Call) -> bool:
+def forward_call(script: Script, call: cst.Call) -> bool:
     """A model instance run on inputs (``model(x)``, ``netG(z)``, ``policy.evaluate(s)``),
     not ``Net()`` building one or ``model.to(device)`` moving it."""
     name = callee_name(call) or ""
