@@ -7,7 +7,15 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from experiments.bench.lint.script import Node, Scope, Script
-from mutator.semantics import callee_name, dotted_name, find_arg, method_name, number_value
+from mutator.semantics import (
+    bound_names,
+    callee_name,
+    dotted_name,
+    find_arg,
+    is_true,
+    method_name,
+    number_value,
+)
 
 PROBABILITY_CALLS = {"softmax", "sigmoid"}
 PREDICTION_NAMES = {"logits", "out", "output", "outputs", "pred", "preds", "prediction", "y_hat"}
@@ -158,3 +166,14 @@ def reaches(script: Script, calls: Iterable[cst.Call], kinds: set[str]) -> bool:
         if any(kinds & script.effects(function) for function in script.local_callees(call)):
             return True
     return False
+
+
+def binds(assign: cst.Assign) -> set[str]:
+    """Dotted names an assignment binds (``out, hidden = ...`` binds both)."""
+    return {name for target in assign.targets for name in bound_names(target.target)}
+
+
+def retains_graph(call: cst.Call) -> bool:
+    """``backward(retain_graph=True)``."""
+    retain = find_arg(call, keyword="retain_graph")
+    return retain is not None and is_true(retain.value)

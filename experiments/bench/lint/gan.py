@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from experiments.bench.lint.facts import binds, retains_graph
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
-from mutator.semantics import bound_names, dotted_name, find_arg, in_no_grad, is_model, is_true
-
-_LOOPS = (cst.For, cst.While)
+from mutator.semantics import bound_names, dotted_name, in_no_grad, is_model
 
 
 class GanFakeNotDetached(LintRule):
@@ -119,13 +118,13 @@ class GanFakeNotDetached(LintRule):
             return None
         fake = names[0]
         later = [b for b in backwards if script.before(assign, b)]
-        if not later or _retains(later[0]):
+        if not later or retains_graph(later[0]):
             return None
         first = later[0]
         rebound = [
             a
             for a in script.ctx.nodes_within(loop.body, cst.Assign)
-            if a is not assign and script.before(assign, a) and fake in _binds(a)
+            if a is not assign and script.before(assign, a) and fake in binds(a)
         ]
         end = rebound[0] if rebound else None
         uses = [
@@ -142,12 +141,3 @@ class GanFakeNotDetached(LintRule):
             if dotted_name(call.func) in after:
                 return call
         return None
-
-
-def _binds(assign: cst.Assign) -> set[str]:
-    return {name for target in assign.targets for name in bound_names(target.target)}
-
-
-def _retains(call: cst.Call) -> bool:
-    retain = find_arg(call, keyword="retain_graph")
-    return retain is not None and is_true(retain.value)

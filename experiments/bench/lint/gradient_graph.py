@@ -6,10 +6,10 @@ import re
 
 import libcst as cst
 
+from experiments.bench.lint.facts import binds
 from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
 from mutator.semantics import (
-    bound_names,
     callee_name,
     find_arg,
     in_no_grad,
@@ -36,10 +36,6 @@ def _assigns_in(script: Script, root: Node) -> list[cst.Assign]:
     """The assignments of ``root``'s own function (not of functions nested in it)."""
     unit = root if isinstance(root, (cst.FunctionDef, cst.Module)) else script.unit(root)
     return [a for a in script.ctx.nodes_within(root, cst.Assign) if script.unit(a) is unit]
-
-
-def _binds(assign: cst.Assign) -> set[str]:
-    return {name for target in assign.targets for name in bound_names(target.target)}
 
 
 class RetainGraphLeftIn(LintRule):
@@ -167,7 +163,7 @@ def _carries_state(script: Script, loop: Node) -> bool:
     never cuts that name's graph (``hidden = repackage_hidden(hidden)`` / ``.detach()``)."""
     carried, detached = set(), set()
     for assign in _assigns_in(script, loop):
-        bound = _binds(assign)
+        bound = binds(assign)
         if re.search(r"detach|repackage", script.ctx.code(assign.value)):
             detached |= bound
             continue
@@ -183,10 +179,10 @@ def _carries_state(script: Script, loop: Node) -> bool:
 def _reads_forward_from_before(script: Script, loop: Node) -> bool:
     """The loop reads a name assigned (before it, in its function) from a model forward and
     never rebinds it (``hidden = model.init_hidden()`` is replaced each iteration)."""
-    rebound = {name for assign in _assigns_in(script, loop) for name in _binds(assign)}
+    rebound = {name for assign in _assigns_in(script, loop) for name in binds(assign)}
     read = {name.value for name in script.ctx.nodes_within(loop, cst.Name)} - rebound
     for assign in _assigns_in(script, script.unit(loop)):
-        if not script.before(assign, loop) or not (_binds(assign) & read):
+        if not script.before(assign, loop) or not (binds(assign) & read):
             continue
         for call in script.ctx.nodes_within(assign.value, cst.Call):
             if forward_call(script, call) and not in_no_grad(assign, script.ctx):
@@ -286,7 +282,7 @@ class NoGradTrainingLoss(LintRule):
                 continue
             unit = script.unit(call)
             earlier = [
-                a for a in _assigns_in(script, unit) if name in _binds(a) and script.before(a, call)
+                a for a in _assigns_in(script, unit) if name in binds(a) and script.before(a, call)
             ]
             if not earlier or not in_no_grad(earlier[-1], script.ctx):
                 continue

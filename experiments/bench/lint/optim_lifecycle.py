@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from experiments.bench.lint.facts import reaches
+from experiments.bench.lint.facts import binds, reaches
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Node, Script
 from mutator.semantics import (
@@ -319,7 +319,7 @@ class OptimizerInEpochLoop(LintRule):
         targets = set(bound_names(loop.target)) if isinstance(loop, cst.For) else set()
         read = {dotted_name(n) for n in script.ctx.nodes_within(call, cst.Name)}
         rebound = any(
-            model in _binds(assign) for assign in script.ctx.nodes_within(loop.body, cst.Assign)
+            model in binds(assign) for assign in script.ctx.nodes_within(loop.body, cst.Assign)
         )
         resets = {"load_state_dict", "reset_parameters", "apply", "requires_grad_"}
         touched = any(
@@ -328,7 +328,3 @@ class OptimizerInEpochLoop(LintRule):
         )
         freezes = "requires_grad" in script.ctx.code(loop.body)
         return bool(targets & read) or rebound or touched or freezes
-
-
-def _binds(assign: cst.Assign) -> set[str]:
-    return {name for target in assign.targets for name in bound_names(target.target)}

@@ -6,16 +6,13 @@ import re
 
 import libcst as cst
 
+from experiments.bench.lint.facts import binds, retains_graph
 from experiments.bench.lint.gradient_graph import forward_call
 from experiments.bench.lint.rule import LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
-from mutator.semantics import bound_names, dotted_name, find_arg, is_true, method_name, receiver
+from mutator.semantics import dotted_name, method_name, receiver
 
 _CUTS = re.compile(r"detach|repackage")
-
-
-def _binds(assign: cst.Assign) -> set[str]:
-    return {name for target in assign.targets for name in bound_names(target.target)}
 
 
 class HiddenNotDetached(LintRule):
@@ -84,7 +81,7 @@ class HiddenNotDetached(LintRule):
             return
         for loop in [*script.ctx.nodes(cst.For), *script.ctx.nodes(cst.While)]:
             backwards = [b for b in script.calls_of("backward", loop) if script.scope(b) is loop]
-            if not backwards or any(_retains(b) for b in backwards):
+            if not backwards or any(retains_graph(b) for b in backwards):
                 continue
             assigns = [
                 a for a in script.ctx.nodes_within(loop, cst.Assign) if script.scope(a) is loop
@@ -108,18 +105,13 @@ class HiddenNotDetached(LintRule):
         value = assign.value
         if not (isinstance(value, cst.Call) and forward_call(script, value)):
             return None
-        bound = _binds(assign)
+        bound = binds(assign)
         for arg in value.args:
             name = arg.value.value if isinstance(arg.value, cst.Name) else None
             if name is None or name not in bound:
                 continue
-            others = [a for a in assigns if a is not assign and name in _binds(a)]
+            others = [a for a in assigns if a is not assign and name in binds(a)]
             if any(script.before(a, assign) or _CUTS.search(script.ctx.code(a)) for a in others):
                 continue  # a fresh state, or a detached one, before the forward
             return name
         return None
-
-
-def _retains(call: cst.Call) -> bool:
-    retain = find_arg(call, keyword="retain_graph")
-    return retain is not None and is_true(retain.value)
