@@ -25,6 +25,7 @@ class ClipThresholdScaled(LintRule):
     category = "gradient"
     summary = "clipping threshold off by orders of magnitude"
     operators = ("clip_norm_scaled",)
+    confidence = "medium"  # the threshold is a judgement
     max_norm_min = 0.01  # correct scripts clip at 0.1..10; 0.01 clips every step
     invalid = (
         in_training_script(

@@ -230,6 +230,7 @@ class OptimizerInEpochLoop(LintRule):
     category = "optim"
     summary = "optimizer rebuilt every epoch"
     operators = ("optimizer_recreated_each_epoch",)
+    confidence = "medium"  # a deliberate per-epoch reset reads the same
     invalid = (
         in_training_script(
             """
