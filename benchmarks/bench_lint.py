@@ -4,7 +4,7 @@ Usage: python benchmarks/bench_lint.py [--by-code]
 Detection counts a mutant as detected when the linter reports anything on it (as
 experiments/bench/score.py scores a static detector; the clean loops must stay at zero
 findings, so every finding on a mutant is due to the mutation). Localized: a finding on
-a mutated line. Also prints every finding on the clean loops and tests/styles.
+a mutated line. Also prints every finding on the clean loops, tests/styles and tests/lint_clean.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from experiments.bench.lint import TrainwreckLint
 
 ROOT = Path(__file__).resolve().parent.parent
 STYLES = sorted((ROOT / "tests" / "styles").glob("*.py"))
+LINT_CLEAN = sorted((ROOT / "tests" / "lint_clean").glob("*.py"))  # lint-only fixtures
 
 
 def main() -> None:
@@ -49,8 +50,9 @@ def main() -> None:
         lines = set(case.truth.mutant_lines)
         localized += any(f.line in lines for f in findings)
         by_code.update({f.rule for f in findings})
-    for path in STYLES:
-        script = ScriptInput(path.read_text(encoding="utf-8"), f"tests/styles/{path.name}")
+    for path in STYLES + LINT_CLEAN:
+        relative = path.relative_to(ROOT).as_posix()
+        script = ScriptInput(path.read_text(encoding="utf-8"), relative)
         clean_findings += [
             f"{script.path}:{f.line} {f.rule} {f.message}" for f in detector.check_source(script)
         ]
@@ -60,7 +62,8 @@ def main() -> None:
         f"  localized: {localized} ({localized / max(mutants, 1):.3f})"
     )
     print(
-        f"clean scripts: {len(reference_loops())} loops + {len(STYLES)} styles,"
+        f"clean scripts: {len(reference_loops())} loops + {len(STYLES)} styles"
+        f" + {len(LINT_CLEAN)} lint fixtures,"
         f" findings: {len(clean_findings)}"
     )
     for line in clean_findings:

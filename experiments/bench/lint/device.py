@@ -26,12 +26,9 @@ def _model_moved(script: Script) -> bool:
         receiver = call.func.value
         if isinstance(receiver, cst.Call) and (callee_name(receiver) or "")[:1].isupper():
             return True  # Net().to(device)
-        name = (dotted_name(receiver) or "").rsplit(".", 1)[-1]
-        if name in MODEL_NAMES or "model" in name:
-            return True
-        # model = AutoModel.from_pretrained(path).to(device): the name it is bound to says
-        target = (assigned_name(script, call) or "").rsplit(".", 1)[-1]
-        if target in MODEL_NAMES or "model" in target:
+        if _model_name(assigned_name(script, call) or ""):
+            return True  # model = make_model(args).to(device): a factory function
+        if _model_name(dotted_name(receiver) or ""):
             return True
     return False
 
@@ -49,6 +46,11 @@ def _base_name(expr: cst.BaseExpression) -> str | None:
             return None
         expr = expr.func.value
     return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _model_name(dotted: str) -> bool:
+    name = dotted.rsplit(".", 1)[-1]
+    return name in MODEL_NAMES or "model" in name
 
 
 def _forward_arguments(script: Script, root: Node) -> set[str]:
@@ -256,6 +258,15 @@ class ModelNotMoved(LintRule):
             for batch in loader:
                 batch = {k: v.to(device) for k, v in batch.items()}
                 loss = model(**batch).loss
+            """,
+            _SETUP,
+        ),
+        in_training_script(
+            """
+            model = make_model(args).to(device)
+            for x, y in loader:
+                x = x.to(device)
+                loss = criterion(model(x), y)
             """,
             _SETUP,
         ),

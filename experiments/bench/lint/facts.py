@@ -7,7 +7,15 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from experiments.bench.lint.script import Node, Scope, Script
-from mutator.semantics import callee_name, dotted_name, find_arg, method_name, number_value
+from mutator.semantics import (
+    bound_names,
+    callee_name,
+    dotted_name,
+    find_arg,
+    is_true,
+    method_name,
+    number_value,
+)
 
 PROBABILITY_CALLS = {"softmax", "sigmoid"}
 PREDICTION_NAMES = {"logits", "out", "output", "outputs", "pred", "preds", "prediction", "y_hat"}
@@ -122,10 +130,11 @@ def source_after(script: Script, node: Node) -> str:
     return "\n".join(script.file.source.splitlines()[line:])
 
 
-def resolve_number(script: Script, expr: cst.BaseExpression) -> float | None:
-    """A literal, a module constant assigned once, or an argparse ``default`` of ``args.x``."""
+def resolve_number(script: Script, expr: cst.BaseExpression, depth: int = 0) -> float | None:
+    """A literal, a name assigned once (``lr = LR`` with ``LR = 0.1`` at module level), or
+    an argparse ``default`` of ``args.x``."""
     value = number_value(expr)
-    if value is not None:
+    if value is not None or depth > 4:  # the depth stops ``a = b; b = a``
         return value
     name = dotted_name(expr)
     if name is None:
@@ -137,13 +146,34 @@ def resolve_number(script: Script, expr: cst.BaseExpression) -> float | None:
                 flag = call.args[0].value
                 if isinstance(flag, cst.SimpleString) and flag.evaluated_value == option:
                     default = find_arg(call, keyword="default")
-                    return resolve_number(script, default.value) if default else None
+                    return resolve_number(script, default.value, depth + 1) if default else None
         return None
     values = script.assignments.get(name, [])
     if len(values) == 1:
-        return number_value(values[0][1])
+        return resolve_number(script, values[0][1], depth + 1)
     return None
 
 
 def in_any(script: Script, roots: Iterable[Node], node: Node) -> bool:
     return any(script.ctx.within(root, node) for root in roots)
+
+
+def reaches(script: Script, calls: Iterable[cst.Call], kinds: set[str]) -> bool:
+    """Does one of ``calls`` make a call of ``kinds``, itself or through a local function?"""
+    for call in calls:
+        if script.kind(call) in kinds:
+            return True
+        if any(kinds & script.effects(function) for function in script.local_callees(call)):
+            return True
+    return False
+
+
+def binds(assign: cst.Assign) -> set[str]:
+    """Dotted names an assignment binds (``out, hidden = ...`` binds both)."""
+    return {name for target in assign.targets for name in bound_names(target.target)}
+
+
+def retains_graph(call: cst.Call) -> bool:
+    """``backward(retain_graph=True)``."""
+    retain = find_arg(call, keyword="retain_graph")
+    return retain is not None and is_true(retain.value)

@@ -10,7 +10,7 @@ import libcst as cst
 from experiments.bench.lint.facts import backwarded_names, uses_bare
 from experiments.bench.lint.rule import CORRECT_LOOP, LintRule, Report, in_training_script
 from experiments.bench.lint.script import Script
-from mutator.semantics import dotted_name, find_arg, method_name
+from mutator.semantics import callee_name, dotted_name, find_arg, method_name
 
 _CLIP_SETTING = re.compile(r"(clip|max_grad_norm|grad_norm)", re.IGNORECASE)
 
@@ -65,7 +65,11 @@ class UnusedClipSetting(LintRule):
 
 class DetachedLoss(LintRule):
     """backward() on a loss rebuilt from ``.item()``, ``.detach()`` or ``.data``: no
-    gradient reaches the model."""
+    gradient reaches the model.
+
+    Only when no part of the loss carries a graph (followed through the names it is built
+    from): ``critic(fake.detach()).mean()`` or ``mse(p, z.detach())`` detach an input of a
+    term that still has one."""
 
     code = "TW109"
     category = "gradient"
@@ -89,6 +93,14 @@ class DetachedLoss(LintRule):
                 loss.backward()  # <-
             """
         ),
+        in_training_script(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y).detach().requires_grad_()
+                loss = loss / accum_steps
+                loss.backward()  # <-
+            """
+        ),
     )
     valid = (
         CORRECT_LOOP,
@@ -99,6 +111,26 @@ class DetachedLoss(LintRule):
                 running = loss.item()
                 loss = loss / 4
                 loss.backward()
+            """
+        ),
+        in_training_script(
+            """
+            for real in loader:
+                opt.zero_grad()
+                fake = netG(noise)
+                loss = critic(fake.detach()).mean() - critic(real).mean() + 10 * penalty
+                loss.backward()
+                opt.step()
+            """
+        ),
+        in_training_script(
+            """
+            for x, y in loader:
+                opt.zero_grad()
+                p, z = model(x), target_net(x)
+                loss = criterion(p, z.detach()) + 0.1 * p.data.norm()
+                loss.backward()
+                opt.step()
             """
         ),
     )
@@ -114,27 +146,47 @@ class DetachedLoss(LintRule):
                 and receiver.args
             ):
                 receiver = receiver.args[0].value  # scaler.scale(loss).backward()
-            code = _loss_history(script, receiver, call)
-            if re.search(r"\.item\(\)|\.detach\(\)|\.data\b", code):
+            if _graph(script, receiver, call) == "free":
                 yield (
                     call,
                     "backward() on a loss rebuilt from .item()/.detach(): no gradient reaches the model",
                 )
 
 
-def _loss_history(script: Script, receiver: cst.BaseExpression, at: cst.Call) -> str:
-    """The code of the value ``receiver`` holds at ``at``, and, while that value is
-    rebuilt from the name itself (``loss = loss / accum_steps``), of the values before."""
-    codes = []
-    for _ in range(4):
-        value = script.value_of(receiver, at)
-        codes.append(script.ctx.code(value))
-        if value is receiver or not isinstance(receiver, cst.Name):
-            break
-        if receiver.value not in {n.value for n in script.ctx.nodes_within(value, cst.Name)}:
-            break
-        at = script.ctx.statement_of(value)
-    return "\n".join(codes)
+_DETACHING = {"item", "detach", "tolist"}
+_NEW_LEAF = {"tensor", "as_tensor", "float", "full_like", "zeros_like", "ones_like"}
+
+
+def _graph(script: Script, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> str:
+    """``free`` when ``expr`` carries no autograd graph, ``graph`` when a part of it may,
+    ``unknown`` for a name assigned nowhere before (a parameter, an int)."""
+    if depth > 5 or isinstance(expr, (cst.Integer, cst.Float)):
+        return "unknown"
+    if isinstance(expr, cst.Name):
+        value = script.value_of(expr, at)
+        if value is expr:
+            return "unknown"
+        return _graph(script, value, _assignment_of(script, value) or at, depth + 1)
+    if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+        parts = (
+            [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
+        )
+        kinds = {_graph(script, part, at, depth + 1) for part in parts}
+        return "graph" if "graph" in kinds else "free" if "free" in kinds else "unknown"
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return "free"
+    if isinstance(expr, cst.Call):
+        name = method_name(expr) or callee_name(expr)
+        if name in _DETACHING or name in _NEW_LEAF:
+            return "free"  # torch.tensor(loss.item(), requires_grad=True) is a new leaf
+        if name == "requires_grad_" and isinstance(expr.func, cst.Attribute):
+            return _graph(script, expr.func.value, at, depth + 1)
+    return "graph"
+
+
+def _assignment_of(script: Script, value: cst.CSTNode) -> cst.CSTNode | None:
+    """The statement that assigns ``value``: names in it resolve to values before it."""
+    return script.ctx.statement_of(value)
 
 
 class LossKeptWithGraph(LintRule):
@@ -257,8 +309,11 @@ class DetachInForward(LintRule):
 
 
 class OptimizerInLoop(LintRule):
-    """A ``torch.optim`` optimizer is built inside the loop that calls backward(): its
-    state (momentum, Adam moments) resets every iteration."""
+    """A ``torch.optim`` optimizer is built inside the loop that calls backward() itself
+    (the batch loop): its state (momentum, Adam moments) resets every iteration.
+
+    An optimizer built in an outer loop (per epoch, or per fold with a fresh model) is
+    TW504's question."""
 
     code = "TW113"
     category = "optim"
@@ -274,7 +329,20 @@ class OptimizerInLoop(LintRule):
             """
         ),
     )
-    valid = (CORRECT_LOOP,)
+    valid = (
+        CORRECT_LOOP,
+        in_training_script(
+            """
+            for fold in range(5):
+                model = Net()
+                opt = torch.optim.Adam(model.parameters())
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """
+        ),
+    )
 
     def check(self, script: Script) -> Report:
         for call in script.calls:
@@ -282,7 +350,10 @@ class OptimizerInLoop(LintRule):
             if not any(n.startswith("torch.optim.") and "lr_scheduler" not in n for n in names):
                 continue
             scope = script.scope(call)
-            if isinstance(scope, (cst.For, cst.While)) and script.calls_of("backward", scope):
+            backwards = script.calls_of("backward", scope)
+            if isinstance(scope, (cst.For, cst.While)) and any(
+                script.scope(backward) is scope for backward in backwards
+            ):
                 yield (
                     call,
                     "optimizer built inside the training loop: its state resets every iteration",

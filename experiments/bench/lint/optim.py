@@ -9,6 +9,7 @@ from experiments.bench.lint.rule import LintRule, Report
 from experiments.bench.lint.script import Script
 from mutator.semantics import (
     adaptive_optimizer,
+    callee_name,
     dotted_name,
     dotted_names_in,
     find_arg,
@@ -33,6 +34,12 @@ class LargeLearningRate(LintRule):
     confidence = "medium"
     adaptive_lr_max = 0.05  # Adam-family rates this large diverge on most problems
     sgd_lr_max = 2.0
+    # Recurrent language models clip gradient norms and use plain SGD at 20-30 (PyTorch's
+    # word_language_model, AWD-LSTM): with clipping, each step is bounded by lr * max_norm.
+    clipped_sgd_lr_max = 50.0
+    # A literal factor of 1/100 or less on the rate itself: a lower rate for a backbone is
+    # written as ``lr * 0.1`` in a parameter group, not as the optimizer's own rate.
+    factor_min = 0.01
     invalid = (
         """
         import torch
@@ -42,6 +49,17 @@ class LargeLearningRate(LintRule):
         import torch
         LR = 0.1
         opt = torch.optim.SGD(model.parameters(), lr=LR * 100)  # <-
+        """,
+        """
+        import torch
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr * 0.01)  # <-
+        """,
+        """
+        import torch
+        LR = 1.0
+        def main():
+            lr = LR
+            opt = torch.optim.Adam(model.parameters(), lr=lr)  # <-
         """,
         """
         import torch
@@ -59,6 +77,37 @@ class LargeLearningRate(LintRule):
         import torch
         parser.add_argument("--lr", type=float, default=20)
         args = parser.parse_args()
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr)
+        for x, y in loader:
+            opt.zero_grad()
+            criterion(model(x), y).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+            opt.step()
+        """,
+        """
+        import torch
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr * 0.1, momentum=0.9)
+        """,
+        """
+        import torch
+        opt = torch.optim.SGD(model.parameters(), lr=0.1 * args.batch_size / 256)
+        """,
+        """
+        import torch
+        head_opt = torch.optim.SGD(head.parameters(), lr=LR, momentum=0.9)
+        backbone_opt = torch.optim.SGD(backbone.parameters(), lr=LR * 0.01, momentum=0.9)
+        """,
+        """
+        import torch
+        opt = torch.optim.AdamW(
+            [{"params": head.parameters()}, {"params": backbone.parameters(), "lr": LR * 0.01}],
+            lr=LR,
+        )
+        """,
+        """
+        import torch
+        parser.add_argument("--lr", type=float, default=20)
+        args = parser.parse_args()
         lr = args.lr
         if args.optimizer == "adamw":
             opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
@@ -69,6 +118,8 @@ class LargeLearningRate(LintRule):
     )
 
     def check(self, script: Script) -> Report:
+        # Two optimizers may be discriminative rates (a backbone at ``LR * 0.01``).
+        several = sum(1 for call in script.calls if optimizer_class(call, script.ctx)) > 1
         for call in script.calls:
             name = optimizer_class(call, script.ctx)
             lr = find_arg(call, keyword="lr", position=1) if name else None
@@ -77,7 +128,8 @@ class LargeLearningRate(LintRule):
             expr = lr.value
             if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
                 factor = number_value(expr.right) or number_value(expr.left)
-                if factor is not None and factor >= 10:
+                small = factor is not None and 0 < factor <= self.factor_min and not several
+                if factor is not None and (factor >= 10 or small):
                     yield call, f"learning rate multiplied by {factor:g}"
                     continue
             value = resolve_number(script, expr)
@@ -92,8 +144,15 @@ class LargeLearningRate(LintRule):
                     call,
                     f"learning rate {value:g} is very large for {name} (typical: 1e-4..3e-3)",
                 )
-            elif name == "SGD" and value >= self.sgd_lr_max:
+            elif name == "SGD" and value >= self._sgd_max(script):
                 yield call, f"learning rate {value:g} is very large for SGD"
+
+
+    def _sgd_max(self, script: Script) -> float:
+        clips = any(
+            callee_name(call) in ("clip_grad_norm_", "clip_grad_norm") for call in script.calls
+        )
+        return self.clipped_sgd_lr_max if clips else self.sgd_lr_max
 
 
 def _drives_manual_update(script: Script, lr: cst.BaseExpression) -> bool:
@@ -138,3 +197,52 @@ class TinyAdamEps(LintRule):
             value = number_value(arg.value) if arg is not None else None
             if value is not None and value < 1e-12 and adaptive_optimizer(call, script.ctx):
                 yield call, f"eps={value:g}: steps explode where the second moment is tiny"
+
+
+class AdamCoupledDecay(LintRule):
+    """``torch.optim.Adam`` with a weight decay of 0.05 or more, a value chosen for AdamW:
+    Adam adds it to the gradient as L2 and then divides it by the second moment, so weights
+    with large gradients are barely decayed. L2 strengths used with Adam are 1e-5..1e-3.
+
+    Only ``Adam`` itself; AdamW, SGD and the rest decay as their weight_decay says."""
+
+    code = "TW508"
+    category = "optim"
+    summary = "AdamW-sized weight decay on Adam"
+    operators = ("adam_l2_instead_of_adamw",)
+    confidence = "medium"
+    decay_min = 0.05
+    invalid = (
+        """
+        import torch
+        WEIGHT_DECAY = 0.1
+        opt = torch.optim.Adam(model.parameters(), lr=3e-4, weight_decay=WEIGHT_DECAY)  # <-
+        """,
+    )
+    valid = (
+        """
+        import torch
+        opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+        """,
+        """
+        import torch
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+        """,
+        """
+        import torch
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=args.wd)
+        """,
+    )
+
+    def check(self, script: Script) -> Report:
+        for call in script.calls:
+            if optimizer_class(call, script.ctx) != "Adam":
+                continue
+            decay = find_arg(call, keyword="weight_decay", position=4)
+            value = resolve_number(script, decay.value) if decay is not None else None
+            if value is not None and value >= self.decay_min:
+                yield (
+                    call,
+                    f"Adam with weight_decay={value:g} couples the decay to the gradient"
+                    " scale (AdamW decouples it)",
+                )

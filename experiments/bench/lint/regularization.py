@@ -35,7 +35,8 @@ class WeightDecayTooHigh(LintRule):
     the gradient (SGD, Adam, RMSprop: typical 1e-5..5e-3), above 1 for decoupled decay
     (AdamW: typical 0.01..0.1; grokking runs use 1). The weights shrink faster than the
     loss can grow them and the model underfits. Reads literals, module constants, argparse
-    defaults and arithmetic on them; silent on a value it cannot resolve."""
+    defaults and arithmetic on them; silent on a value it cannot resolve. Plain ``Adam`` is
+    TW508's."""
 
     code = "TW609"
     category = "optim"
@@ -83,6 +84,8 @@ class WeightDecayTooHigh(LintRule):
             if value is None:
                 continue
             decoupled = name == "AdamW" or _true(find_arg(call, keyword="decoupled_weight_decay"))
+            if name == "Adam" and not decoupled:
+                continue  # TW508's (AdamW-sized decay on Adam), from a lower threshold
             if decoupled and value > self.decoupled_max:
                 yield call, f"weight_decay={value:g} for {name}: decoupled decay is 0.01..0.1"
             elif not decoupled and value >= self.coupled_max:
