@@ -517,7 +517,7 @@ def main() -> None:
     parser.add_argument("--sweep-operators", default="all")
     parser.add_argument("--gpu", action="store_true", help="the CUDA check instead")
     parser.add_argument("--only", default="telemetry,harness,reuse,sweep,mirror,probes")
-    parser.add_argument("--runs", type=int, default=4, help="runs per sweep (reuse section)")
+    parser.add_argument("--runs", type=int, default=8, help="runs per sweep (reuse section)")
     parser.add_argument(
         "--reuse", type=int, default=16, help="runs per process (reuse section; 1: a fork each)"
     )
