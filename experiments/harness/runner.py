@@ -2,7 +2,9 @@
 
 ``run_sweep(specs, results_dir)`` is the whole API. For each spec it either returns the
 cached ``result.json`` or starts the run (a fork of this warm process, or a fresh
-interpreter where fork is unsafe), enforces its deadline and memory cap, reaps it,
+interpreter where fork is unsafe; a CPU run may go to an idle forked process that ended
+its previous run ``ok`` and reset itself, see ``reuse``), enforces its deadline and
+memory cap, reaps it (or takes its "done"),
 decides its status (see ``status``), completes its trace and writes its result
 atomically. Failures of a run are data: nothing a run does makes ``run_sweep`` raise.
 """
