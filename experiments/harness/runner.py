@@ -1,4 +1,4 @@
-"""The parent: runs many ``RunSpec``s at once, each in its own process, and caches results.
+"""The parent: runs many ``RunSpec``s at once in forked (or reused) processes, caches results.
 
 ``run_sweep(specs, results_dir)`` is the whole API. For each spec it either returns the
 cached ``result.json`` or starts the run (a fork of this warm process, or a fresh
