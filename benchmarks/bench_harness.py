@@ -27,7 +27,10 @@
    feature that differs from a saved file (exit 1 if any): run it before and after a
    change to the hooks or the writer to show the signature sees the same runs.
 
-``--only telemetry,harness,sweep,mirror,probes,features`` runs some sections (``features`` is
+7. Reuse: the whole harness per run in sweeps of ``--runs`` runs, a fresh fork per run
+   against run processes that serve up to ``--reuse`` runs each (``Runner(reuse=K)``).
+
+``--only telemetry,harness,reuse,sweep,mirror,probes,features`` runs some sections (``features`` is
 not in the default set). ``benchmarks/bench_hooks.py`` times each hook on its own.
 Prints a markdown report (for docs/benchmarks.md).
 
@@ -161,6 +164,74 @@ def harness_run(path: Path, loop: str, argv: list[str], seed: int, telemetry: bo
         cpu = time.process_time() - cpu + _children_cpu() - children
     assert row["status"] == "ok", row
     return wall, cpu, row
+
+
+def sweep_run(
+    path: Path, loop: str, argv: list[str], seeds: range, reuse: int
+) -> tuple[float, float, dict[str, int]]:
+    """(CPU s per run of parent + children, steps, why reused processes retired) of one
+    uncached sweep of ``len(seeds)`` runs with telemetry, one worker. Idle processes are
+    reaped when the sweep returns, so their CPU time is counted."""
+    from experiments.harness.runner import Runner
+
+    with tempfile.TemporaryDirectory() as results:
+        specs = [
+            RunSpec(str(path), path.read_text(), tuple(argv), seed=seed, loop=loop)
+            for seed in seeds
+        ]
+        cpu, children = time.process_time(), _children_cpu()
+        runner = Runner(results, workers=1, reuse=reuse)
+        rows = runner.run(specs)
+        cpu = time.process_time() - cpu + _children_cpu() - children
+    assert all(row["status"] == "ok" for row in rows), rows
+    return cpu / len(seeds), rows[0]["steps"], runner.retired
+
+
+def reuse_overhead(loops: list[str], repeats: int, runs: int, reuse: int) -> list[str]:
+    """Whole harness per run (fork, setup, telemetry, result) in sweeps of ``runs`` runs:
+    a fresh fork per run against processes that serve up to ``reuse`` runs each."""
+    lines = [
+        f"| loop | steps | script alone CPU | harness CPU / run, fork per run | reuse={reuse} "
+        "| overhead / run, fork per run | reuse |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    fork_fractions, reuse_fractions, retired_all = [], [], {}
+    argv = ["--seed", "0"]
+    for loop in loops:
+        path = script_of(loop)
+        alone, forked, reused, steps = [], [], [], 0
+        for repeat in range(repeats):
+            cpu = time.process_time()
+            run_in_process(loop, argv)
+            alone.append(time.process_time() - cpu)
+            seeds = range(repeat * runs, (repeat + 1) * runs)
+            cpu, steps, _ = sweep_run(path, loop, argv, seeds, 1)
+            forked.append(cpu)
+            cpu, steps, retired = sweep_run(path, loop, argv, seeds, reuse)
+            reused.append(cpu)
+            for reason, count in retired.items():
+                retired_all[reason] = retired_all.get(reason, 0) + count
+        median = statistics.median
+        a = median(alone)
+        f = median(x - y for x, y in zip(forked, alone))
+        r = median(x - y for x, y in zip(reused, alone))
+        fork_fractions.append(f / median(forked))
+        reuse_fractions.append(r / median(reused))
+        lines.append(
+            f"| {loop} | {steps} | {a * 1e3:.0f} ms | {median(forked) * 1e3:.0f} ms "
+            f"(+{f * 1e3:.0f}) | {median(reused) * 1e3:.0f} ms (+{r * 1e3:.0f}) | "
+            f"{fork_fractions[-1]:.1%} | {reuse_fractions[-1]:.1%} |"
+        )
+    lines.append(
+        f"\nWhole harness, median over loops: {statistics.median(fork_fractions):.1%} of a "
+        f"run's CPU with a fork per run (max {max(fork_fractions):.1%}), "
+        f"{statistics.median(reuse_fractions):.1%} with reuse={reuse} (max "
+        f"{max(reuse_fractions):.1%}). Sweeps of {runs} runs with telemetry, one worker; "
+        f"CPU of this process and its reaped children per run, medians of {repeats} "
+        f"alternating repeats. Reused processes retired after an ok run: "
+        f"{retired_all or 'none'}."
+    )
+    return lines
 
 
 def harness_overhead(loops: list[str], repeats: int) -> list[str]:
@@ -445,7 +516,11 @@ def main() -> None:
     parser.add_argument("--loops", default=",".join(LOOPS))
     parser.add_argument("--sweep-operators", default="all")
     parser.add_argument("--gpu", action="store_true", help="the CUDA check instead")
-    parser.add_argument("--only", default="telemetry,harness,sweep,mirror,probes")
+    parser.add_argument("--only", default="telemetry,harness,reuse,sweep,mirror,probes")
+    parser.add_argument("--runs", type=int, default=8, help="runs per sweep (reuse section)")
+    parser.add_argument(
+        "--reuse", type=int, default=16, help="runs per process (reuse section; 1: a fork each)"
+    )
     parser.add_argument("--features-out", help="save the features section's features here")
     parser.add_argument("--features-compare", help="compare them with this saved file")
     args = parser.parse_args()
@@ -473,6 +548,9 @@ def main() -> None:
     if "harness" in sections:
         print("### Harness overhead per run\n")
         print("\n".join(harness_overhead(loops, args.repeats)) + "\n")
+    if "reuse" in sections:
+        print("### Whole harness per run in a sweep: fork per run vs reused processes\n")
+        print("\n".join(reuse_overhead(loops, args.repeats, args.runs, args.reuse)) + "\n")
     if "sweep" in sections:
         print("### Unchanged sweep\n")
         print("\n".join(unchanged_sweep("mlp_digits", args.sweep_operators)) + "\n")

@@ -23,6 +23,7 @@ _RULES: dict[str, tuple[float, bool, bool]] = {
     "sample_every": (1, True, False),
     "workers": (1, True, True),
     "runs_per_gpu": (1, True, False),
+    "reuse": (1, True, False),
     "output_cap_mb": (0, False, False),
     "trace_cap_mb": (0, False, False),
 }

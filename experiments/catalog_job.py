@@ -157,7 +157,7 @@ def catalog_main(argv: Sequence[str]) -> int:
             raise CatalogError(
                 f"bad override {override!r}: expected key=value, e.g. results_dir=out/"
             )
-    specs, results_dir, n_classes, workers, budget, gpus, runs_per_gpu = _plan(
+    specs, results_dir, n_classes, workers, budget, gpus, runs_per_gpu, reuse = _plan(
         loops, seeds, noop_seeds, args, dict(profile.epochs)
     )
     started = time.monotonic()
@@ -186,6 +186,7 @@ def catalog_main(argv: Sequence[str]) -> int:
                 gpus=gpus,
                 runs_per_gpu=runs_per_gpu,
                 retry_failed=args.retry_failed,
+                reuse=reuse,
             )
         finally:
             bar.close()
@@ -325,8 +326,8 @@ def _plan(loops, seeds, noop_seeds, args, epochs):
     budget = runner_budget(cfg.budget)
     workers = args.workers or _workers(cfg, gpus)
     n_classes = {name: value for name, value in n_classes.items() if value}
-    runs_per_gpu = int(cfg.budget.runs_per_gpu)
-    return specs, Path(cfg.results_dir), n_classes, workers, budget, gpus, runs_per_gpu
+    runs_per_gpu, reuse = int(cfg.budget.runs_per_gpu), int(cfg.budget.reuse)
+    return specs, Path(cfg.results_dir), n_classes, workers, budget, gpus, runs_per_gpu, reuse
 
 
 def _write(results_dir: Path, rows: list[dict], n_classes: dict, started: float) -> int:

@@ -98,7 +98,7 @@ RESULT_FIELDS = (
     "nonfinite_at",  # [kind, i] of the first non-finite loss, or null
     "timeout_s",  # the deadline the run had
     "mem_cap_mb",  # its memory cap above its start
-    "start_method",  # "fork" (warm parent) or "spawn" (fresh interpreter)
+    "start_method",  # "fork" (warm parent), "spawn" (fresh interpreter) or "reused"
     "telemetry",  # False when the run had no hooks (no steps, losses or counters)
     "target",  # the file the mutant changes (the script, or a module it imports)
     "reached",  # whether the mutated statements ran (null: unknown or no mutant)

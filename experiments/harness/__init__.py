@@ -7,6 +7,7 @@ Public API (cheap to import; torch loads when a run starts)::
     rows = run_sweep(specs, "results/", workers=2, progress=print)
 
 See ``runner`` (scheduling, deadlines, caching), ``child`` (the run's process),
+``reuse`` and ``pool`` (a run process that serves several CPU runs in turn),
 ``hooks`` (telemetry), ``status`` (how a status is decided), ``store`` (the folders).
 """
 

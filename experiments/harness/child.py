@@ -40,8 +40,14 @@ SETUP_FAILED = 70  # exit code when the harness itself failed before the script 
 NONCE_ENV = "TRAINWRECK_RUN_NONCE"  # how a fresh interpreter gets its end record's nonce
 
 
-def run_forked(config: dict[str, Any], source: str, close_fds: tuple[int, ...] = ()) -> NoReturn:
-    """Body of the forked child. Never returns."""
+def run_forked(
+    config: dict[str, Any],
+    source: str,
+    close_fds: tuple[int, ...] = (),
+    channel: tuple[int, int] | None = None,
+) -> NoReturn:
+    """Body of the forked child. Never returns. With ``channel`` (job reader, done
+    writer), it may serve up to ``config["reuse"]`` runs in sequence (``_serve``)."""
     code = SETUP_FAILED
     try:
         # Objects inherited from the parent are not this run's garbage: keep the collector
@@ -51,7 +57,7 @@ def run_forked(config: dict[str, Any], source: str, close_fds: tuple[int, ...] =
             os.close(descriptor)
         os.setsid()
         reaper.become_subreaper()  # its descendants stay below it, even after setsid
-        code = _run(config, source)
+        code = _run(config, source) if channel is None else _serve(config, source, channel)
     except BaseException:
         try:
             traceback.print_exc()
@@ -60,6 +66,34 @@ def run_forked(config: dict[str, Any], source: str, close_fds: tuple[int, ...] =
             pass
     finally:
         os._exit(code)
+
+
+def _serve(config: dict[str, Any], source: str, channel: tuple[int, int]) -> int:
+    """Run, then, while each run ends ``ok`` and leaves the process as it found it
+    (``reuse.Snapshot``), tell the parent and take its next run; the exit code of the last
+    run otherwise (the parent then reaps this process as a one-run process)."""
+    from experiments.harness import pool, reuse
+
+    jobs, done = channel
+    snapshot = reuse.Snapshot()
+    descriptors = reuse.open_descriptors()
+    left = int(config.get("reuse", 1))
+    while True:
+        outcome: dict[str, Any] = {}
+        code = _run(config, source, outcome)
+        left -= 1
+        if left <= 0 or outcome.get("status") != "ok":
+            return code
+        snapshot.restore()
+        why = snapshot.check(descriptors)
+        if why is not None:
+            pool.report(done, {"retired": why})  # counted by the parent, for diagnosis
+            return code
+        pool.report(done, {"code": code, "peak_rss_mb": outcome.get("peak_rss_mb")})
+        job = pool.receive(jobs)
+        if job is None:  # the sweep is over
+            return 0
+        config, source = job
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -91,7 +125,7 @@ def _redirect_output(run_dir: Path) -> None:
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
 
 
-def _limit_memory(config: dict[str, Any]) -> None:
+def _limit_memory(config: dict[str, Any], reused: bool = False) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault must not write a core
     cap_mb = config.get("mem_cap_mb")
     # CUDA reserves terabytes of address space, so the address-space cap is CPU-only; on
@@ -100,7 +134,10 @@ def _limit_memory(config: dict[str, Any]) -> None:
         with open("/proc/self/statm") as statm:
             size_bytes = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         limit = size_bytes + int(cap_mb) * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # A process that serves several runs must raise the cap again for the next one:
+        # only the soft limit (the parent's RSS polling still holds the hard line).
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1] if reused else limit
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def _seed_everything(seed: int, device: str) -> None:
@@ -119,7 +156,13 @@ def _seed_everything(seed: int, device: str) -> None:
         pass
 
 
-def _run(config: dict[str, Any], source: str) -> int:
+def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = None) -> int:
+    """One run. ``outcome`` (a process that may serve more runs): this run's status and
+    peak memory are put there, and what the harness installed for it is removed."""
+    if outcome is not None:
+        from experiments.harness import reuse
+
+        reuse.reset_peak_memory()  # the run's own peak, not the process's so far
     started = time.perf_counter()
     # CPU seconds (user+sys, all threads) of this process: the run's own cost, which the
     # load of a shared machine barely moves, unlike wall time (the ``slower`` label).
@@ -136,7 +179,7 @@ def _run(config: dict[str, Any], source: str) -> int:
     # path) maps torch's libraries here, and that must not count against the run.
     import torch
 
-    _limit_memory(config)
+    _limit_memory(config, reused=outcome is not None)
 
     from experiments.harness.hooks import SAMPLE_EVERY, Telemetry
     from experiments.harness.writer import TraceWriter
@@ -188,6 +231,8 @@ def _run(config: dict[str, Any], source: str) -> int:
             error, counters, writer.first_nonfinite is not None
         )
         exit_code = _exit_code(error)
+        if outcome is not None:
+            outcome["status"] = status
         writer.write_now(
             "end",
             status=status,
@@ -220,11 +265,20 @@ def _run(config: dict[str, Any], source: str) -> int:
 
     os._exit = exit_now
     try:
-        return finish(
+        code = finish(
             _execute(config["script"], source, list(config["argv"]), project.compile_main)
         )
     finally:
         os._exit = real_exit
+    if outcome is not None:  # the next run in this process must not see this one's hooks
+        from experiments.harness import guard, reuse
+
+        telemetry.close()
+        if capture is not None:
+            capture.remove()
+        guard.uninstall()
+        outcome["peak_rss_mb"] = reuse.peak_memory_mb()
+    return code
 
 
 class OsExit(SystemExit):

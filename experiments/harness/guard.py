@@ -149,12 +149,32 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+_active: Guard | None = None  # the current run's guard (a reused run process has several)
+_hooked = False
+
+
+def _dispatch(event: str, args: tuple[Any, ...]) -> None:
+    if _active is not None:
+        _active(event, args)
+
+
 def install(workdir: str, protected: Iterable[str], allowed: Iterable[str]) -> Guard:
-    """Install the guard for the rest of this process (audit hooks cannot be removed)."""
+    """Guard the run from now on. Audit hooks cannot be removed, so one dispatcher is
+    added per process and serves whichever run's guard is current (``uninstall``)."""
+    global _active, _hooked
     guard = Guard(workdir, protected, allowed)
-    sys.addaudithook(guard)
+    _active = guard
+    if not _hooked:
+        sys.addaudithook(_dispatch)
+        _hooked = True
     _announce_torch_save()
     return guard
+
+
+def uninstall() -> None:
+    """The run is over: its mirror is about to go, later events are not its writes."""
+    global _active
+    _active = None
 
 
 def _announce_torch_save() -> None:

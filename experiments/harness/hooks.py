@@ -112,9 +112,16 @@ class Telemetry:
         self.writer.before_flush = self._append_forward_counters
 
     def remove(self) -> None:
-        """Undo ``install`` (for in-process benchmarks; a run's process just ends)."""
+        """Undo ``install`` (for in-process benchmarks and a reused run process)."""
         while self._undo:
             self._undo.pop()()
+
+    def close(self) -> None:
+        """Remove the hooks and close the ``statm`` descriptor (a reused run process)."""
+        self.remove()
+        if self._statm >= 0:
+            os.close(self._statm)
+            self._statm = -1
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         original = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)

@@ -1,8 +1,10 @@
-"""The parent: runs many ``RunSpec``s at once, each in its own process, and caches results.
+"""The parent: runs many ``RunSpec``s at once in forked (or reused) processes, caches results.
 
 ``run_sweep(specs, results_dir)`` is the whole API. For each spec it either returns the
 cached ``result.json`` or starts the run (a fork of this warm process, or a fresh
-interpreter where fork is unsafe), enforces its deadline and memory cap, reaps it,
+interpreter where fork is unsafe; a CPU run may go to an idle forked process that ended
+its previous run ``ok`` and reset itself, see ``reuse``), enforces its deadline and
+memory cap, reaps it (or takes its "done"),
 decides its status (see ``status``), completes its trace and writes its result
 atomically. Failures of a run are data: nothing a run does makes ``run_sweep`` raise.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import interrupt
-from experiments.harness import reach, reaper, seal, store, workdir
+from experiments.harness import pool, reach, reaper, seal, store, workdir
 from experiments.harness import status as rules
 from experiments.harness.child import NONCE_ENV, SPEC_FILE, STDERR_FILE, STDOUT_FILE, run_forked
 from experiments.harness.gpu import (
@@ -53,6 +55,10 @@ UNREACHED_FROM = ("ok", "nan", "crash", "invalid")
 # Statuses that say more about the machine or the budget than about the mutant: rerun
 # when the budget changed or when asked (``retry_failed``), reused otherwise.
 TRANSIENT = ("timeout", "oom", "killed")
+# CPU runs one forked process serves in sequence: forking the ~440 MB warm parent costs
+# ~30-50 ms of CPU per run, amortised over up to this many runs (experiments.harness.reuse;
+# tests/test_harness_reuse.py shows reused runs equal to a fork per run, byte for byte).
+DEFAULT_REUSE = 16
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,8 @@ class _Active:
     workdir: str | None = None  # the run's private mirror of the invocation folder
     nonce: str = ""  # the child's end record carries it: one appended by the script does not
     outputs: tuple[OutputCap, ...] = ()
+    worker: pool.Worker | None = None  # a process that may serve more runs (``reuse``)
+    reused: bool = False  # the process served an earlier run before this one
 
 
 class Runner:
@@ -129,6 +137,7 @@ class Runner:
         gpus: Sequence[str] | None = None,
         runs_per_gpu: int = DEFAULT_RUNS_PER_GPU,
         retry_failed: bool = False,
+        reuse: int = DEFAULT_REUSE,
     ) -> None:
         if start_method not in ("auto", "fork", "spawn"):
             raise ValueError(f"start_method must be auto, fork or spawn, not {start_method!r}")
@@ -143,6 +152,13 @@ class Runner:
         self.start_method = start_method
         self.progress = progress
         self.retry_failed = retry_failed  # rerun cached timeouts, OOMs and kills
+        # Runs one forked process may serve in sequence (1: a fresh fork per run); see
+        # ``experiments.harness.reuse`` for what stays isolated between them.
+        if not (isinstance(reuse, int) and reuse >= 1):
+            raise ValueError(f"reuse={reuse!r}: must be a whole number >= 1")
+        self.reuse = reuse
+        self._idle: list[pool.Worker] = []
+        self.retired: dict[str, int] = {}  # why reused processes retired after an ok run
         self._sealer = seal.Sealer(self.results_dir)
         self._active: dict[int, _Active] = {}
         self._rows: dict[str, dict[str, Any]] = {}
@@ -289,18 +305,19 @@ class Runner:
         gpu = None
         if self._gpu_slots is not None and spreads_over_gpus(spec.device):
             gpu = self._gpu_slots.acquire()  # workers <= capacity, so a place is free
+        worker, reused = None, False
         try:
             if method == "fork":
                 warm_up()
                 interrupt.ready()  # loaded: Ctrl-C raises again, and the runs are ended
                 started = time.monotonic()
-                held = (*tuple(active.lock for active in self._active.values()), lock)
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    os.environ.update(child_environment(gpu))  # before CUDA starts there
-                    run_forked({**config, "nonce": nonce}, main_source, close_fds=held)
+                reusable = self.reuse > 1 and gpu is None and spec.device == "cpu"
+                job = {**config, "nonce": nonce, "reuse": self.reuse if reusable else 1}
+                worker = self._idle_worker(job, main_source) if reusable else None
+                if worker is not None:
+                    pid, reused = worker.pid, True
+                else:
+                    pid, worker = self._fork(job, main_source, lock, gpu, reusable)
             else:
                 interrupt.ready()
                 started = time.monotonic()
@@ -324,11 +341,45 @@ class Runner:
             gpu=gpu,
             workdir=run_workdir,
             nonce=nonce,
+            worker=worker,
+            reused=reused,
             outputs=tuple(
                 OutputCap(folder / name, int(self.budget.output_cap_mb * 2**20))
                 for name in (STDOUT_FILE, STDERR_FILE)
             ),
         )
+
+    def _idle_worker(self, job: dict[str, Any], source: str) -> pool.Worker | None:
+        """An idle run process that took ``job``; None: fork a fresh one."""
+        while self._idle:
+            worker = self._idle.pop()
+            if pool.send(worker, job, source):
+                return worker
+            pool.retire(worker)  # it died while idle
+        return None
+
+    def _fork(
+        self, job: dict[str, Any], source: str, lock: int, gpu: str | None, reusable: bool
+    ) -> tuple[int, pool.Worker | None]:
+        # The child must not hold the parent's run locks or the other workers' channels.
+        held = [active.lock for active in self._active.values()] + [lock]
+        for other in [*self._idle, *(a.worker for a in self._active.values() if a.worker)]:
+            held.extend(other.descriptors())
+        ours, theirs = pool.channel() if reusable else ((), None)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError:
+            pool.close((*ours, *(theirs or ())))
+            raise
+        if pid == 0:
+            os.environ.update(child_environment(gpu))  # before CUDA starts there
+            run_forked(job, source, close_fds=(*held, *ours), channel=theirs)
+        if theirs is None:
+            return pid, None
+        pool.close(theirs)
+        return pid, pool.Worker(pid, *ours)
 
     def _release_gpu(self, gpu: str | None) -> None:
         if gpu is not None and self._gpu_slots is not None:
@@ -346,9 +397,11 @@ class Runner:
         descriptors = []
         with contextlib.suppress(AttributeError, OSError):
             descriptors = [os.pidfd_open(pid) for pid in self._active]
+        # A reused run process says "done" on its channel instead of exiting.
+        channels = [active.worker.done for active in self._active.values() if active.worker]
         try:
             if descriptors:
-                select.select(descriptors, [], [], timeout)
+                select.select(descriptors + channels, [], [], timeout)
             else:
                 time.sleep(min(timeout, 0.02))
         finally:
@@ -381,7 +434,9 @@ class Runner:
 
     def _kill_all(self) -> None:
         """On the way out (an exception, Ctrl-C): no run outlives the sweep. Their folders
-        stay without a result, so the next sweep reruns them."""
+        stay without a result, so the next sweep reruns them. Idle run processes end too."""
+        while self._idle:
+            pool.retire(self._idle.pop())
         for active in list(self._active.values()):
             self._kill(active, None)
             with contextlib.suppress(ChildProcessError):
@@ -389,11 +444,18 @@ class Runner:
             store.unlock(active.lock)
             self._release_gpu(active.gpu)
             workdir.remove(active.workdir)
+            if active.worker is not None:
+                pool.close(active.worker.descriptors())
         self._active.clear()
         reaper.end_adopted(set())
 
     def _reap(self) -> None:
         for pid in list(self._active):
+            worker = self._active[pid].worker
+            message = pool.poll(worker) if worker is not None else None
+            if worker is not None and message is not None:
+                self._finish_in_worker(self._active.pop(pid), worker, message)
+                continue
             try:
                 # WNOWAIT: the process stays a zombie, so its pid (= its group id) cannot be
                 # reused before the group's leftovers are killed below.
@@ -416,10 +478,34 @@ class Runner:
                 pass
             if active.process is not None:
                 active.process.returncode = os.waitstatus_to_exitcode(wait_status)
+            if active.worker is not None:
+                pool.poll(active.worker)  # a last word: why it retired
+                if active.worker.retired:
+                    reason = active.worker.retired
+                    self.retired[reason] = self.retired.get(reason, 0) + 1
+                pool.close(active.worker.descriptors())
             # Descendants that left its session came up to this process when it died.
-            reaper.end_adopted(set(self._active))
+            reaper.end_adopted(self._live_pids())
             workdir.remove(active.workdir)  # the process group is dead: nothing writes there
             self._complete(active, wait_status, peak_rss_mb, time.monotonic() - active.started)
+
+    def _finish_in_worker(
+        self, active: _Active, worker: pool.Worker, message: dict[str, Any]
+    ) -> None:
+        """A run that ended ``ok`` in a process that stays for the next run (it checked
+        that it has no descendants left and its state is back to where it started)."""
+        wall_s = time.monotonic() - active.started
+        worker.runs += 1
+        self._idle.append(worker)
+        self._release_gpu(active.gpu)
+        workdir.remove(active.workdir)  # the run is over: nothing of it writes there
+        code = int(message["code"])
+        peak = message.get("peak_rss_mb")
+        self._complete(active, (code & 0xFF) << 8, peak, wall_s)
+
+    def _live_pids(self) -> set[int]:
+        """Processes of this sweep that are not orphans: active runs and idle workers."""
+        return set(self._active) | {worker.pid for worker in self._idle}
 
     # -- results ------------------------------------------------------------------------
     def _complete(
@@ -521,13 +607,23 @@ def run_sweep(
     gpus: Sequence[str] | None = None,
     runs_per_gpu: int = DEFAULT_RUNS_PER_GPU,
     retry_failed: bool = False,
+    reuse: int = DEFAULT_REUSE,
 ) -> list[dict[str, Any]]:
     """Run (or load from the cache) every spec; one result row per distinct run, in the
     order given. ``progress(done, total, cached, failed)`` is called after each run.
     With ``gpus``, ``device=cuda`` runs go ``runs_per_gpu`` at a time to each of them.
-    ``retry_failed`` reruns cached ``timeout``/``oom``/``killed`` rows."""
+    ``retry_failed`` reruns cached ``timeout``/``oom``/``killed`` rows. ``reuse``: runs
+    one forked process may serve in sequence (``experiments.harness.reuse``)."""
     runner = Runner(
-        results_dir, workers, budget, start_method, progress, gpus, runs_per_gpu, retry_failed
+        results_dir,
+        workers,
+        budget,
+        start_method,
+        progress,
+        gpus,
+        runs_per_gpu,
+        retry_failed,
+        reuse,
     )
     return runner.run(specs)
 
@@ -581,6 +677,8 @@ def _last_stderr_line(folder: Path) -> str | None:
 
 
 def _start_method(active: _Active) -> str:
+    if active.reused:
+        return "reused"  # a forked process that ran earlier runs of the sweep first
     return "spawn" if active.process is not None else "fork"
 
 

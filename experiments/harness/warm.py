@@ -30,6 +30,7 @@ PRELOAD = (
     # again (compiling the source too where no bytecode cache may be written).
     "experiments.harness.project",
     "experiments.harness.forwards",
+    "experiments.harness.reuse",  # a run process that may serve several runs
     # Lazy imports of sklearn's bundled data sets and of torch.save/torch.load.
     "sklearn.datasets.data",
     "sklearn.datasets.descr",

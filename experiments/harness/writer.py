@@ -230,6 +230,9 @@ class TraceWriter:
 
     def close(self) -> None:
         self._stopped.set()
+        # Joined, so a run process that serves the next run has no thread left over.
+        if self._flusher.is_alive() and self._flusher is not threading.current_thread():
+            self._flusher.join(timeout=5.0)
         self.flush()
         with self._lock:
             self._file.close()
