@@ -105,7 +105,7 @@ class BudgetConfig:
     telemetry: bool = True  # False: run without hooks (no curves), e.g. to time scripts
     workers: int | None = None  # runs at once; default: cores (1 under joblib)
     runs_per_gpu: int = 8  # device=cuda: runs at once on each visible GPU
-    reuse: int = 16  # CPU runs one forked process may serve in sequence (1: a fork per run)
+    reuse: int = 1  # CPU runs one forked process may serve in sequence (1: a fork per run)
     output_cap_mb: float = 16.0  # per run and stream (stdout, stderr): head + tail kept
     trace_cap_mb: float = 64.0  # per run: the trace is thinned beyond this size
 

@@ -55,10 +55,12 @@ UNREACHED_FROM = ("ok", "nan", "crash", "invalid")
 # Statuses that say more about the machine or the budget than about the mutant: rerun
 # when the budget changed or when asked (``retry_failed``), reused otherwise.
 TRANSIENT = ("timeout", "oom", "killed")
-# CPU runs one forked process serves in sequence: forking the ~440 MB warm parent costs
-# ~30-50 ms of CPU per run, amortised over up to this many runs (experiments.harness.reuse;
-# tests/test_harness_reuse.py shows reused runs equal to a fork per run, byte for byte).
-DEFAULT_REUSE = 16
+# CPU runs one forked process serves in sequence. 1 by default: DESIGN.md's contract is a
+# process per run, and a reused process's heap makes peak memory (an outcome) not
+# comparable between runs. ``budget.reuse=16`` amortises the ~30-50 ms of CPU a fork of
+# the ~440 MB warm parent costs (experiments.harness.reuse; tests/test_harness_reuse.py
+# shows reused runs equal to a fork per run, byte for byte, memory and times aside).
+DEFAULT_REUSE = 1
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,6 @@ class LargeLearningRate(LintRule):
             elif name == "SGD" and value >= self._sgd_max(script):
                 yield call, f"learning rate {value:g} is very large for SGD"
 
-
     def _sgd_max(self, script: Script) -> float:
         clips = any(
             callee_name(call) in ("clip_grad_norm_", "clip_grad_norm") for call in script.calls
