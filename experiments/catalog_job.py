@@ -123,6 +123,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workers", type=int, help="runs at once (default: all cores)")
     parser.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (mutants split by identity, I from 0); then the same "
+        "command without --shard writes the catalog from the cache (docs/adaptive.md)",
+    )
+    parser.add_argument(
         "--retry-failed",
         action="store_true",
         help="rerun cached timeouts, OOMs and killed runs (else only after a budget change)",
@@ -157,9 +163,14 @@ def catalog_main(argv: Sequence[str]) -> int:
             raise CatalogError(
                 f"bad override {override!r}: expected key=value, e.g. results_dir=out/"
             )
+    shard = _shard_arg(args.shard)
     specs, results_dir, n_classes, workers, budget, gpus, runs_per_gpu = _plan(
         loops, seeds, noop_seeds, args, dict(profile.epochs)
     )
+    if shard is not None:
+        from experiments.adaptive import shard_mutants
+
+        specs = shard_mutants(specs, *shard)
     started = time.monotonic()
     planned = (
         f"adaptive: {MIN_SEEDS} to {len(seeds)} seeds per mutant, at most {len(specs)} runs"
@@ -167,7 +178,9 @@ def catalog_main(argv: Sequence[str]) -> int:
         else f"{len(specs)} runs"
     )
     print(
-        f"[trainwreck] catalog ({args.profile}): {len(loops)} loops, seeds {list(seeds)}, "
+        f"[trainwreck] catalog ({args.profile}"
+        + (f", shard {shard[0]}/{shard[1]}" if shard else "")
+        + f"): {len(loops)} loops, seeds {list(seeds)}, "
         f"noop seeds {list(noop_seeds)}, {planned}, {workers} at once",
         file=sys.stderr,
     )
@@ -217,8 +230,26 @@ def catalog_main(argv: Sequence[str]) -> int:
             own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
             return [*own, *args.overrides]
 
-        strength_pass(loops, overrides_of, args.workers, len(seeds), say)
+        strength_pass(loops, overrides_of, args.workers, len(seeds), say, shard=shard)
+    if shard is not None:
+        # A shard's tables would hold its mutants only, and shards may share a folder: the
+        # catalog is written once, by the unsharded command, from the cache.
+        say(
+            f"shard {shard[0]}/{shard[1]}: {len(rows)} runs in "
+            f"{time.monotonic() - started:.0f} s; once every shard is done, the same command "
+            "without --shard writes the catalog (its runs come from the cache)"
+        )
+        return 0
     return _write(results_dir, rows, n_classes, started)
+
+
+def _shard_arg(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    index, slash, count = text.partition("/")
+    if slash and index.isdigit() and count.isdigit() and 0 <= int(index) < int(count):
+        return int(index), int(count)
+    raise CatalogError(f"bad --shard {text!r}: expected I/N with 0 <= I < N, e.g. --shard 0/4")
 
 
 def _adaptive(specs, seeds, run, results_dir: Path, n_classes, say) -> list[dict]:

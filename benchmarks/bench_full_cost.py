@@ -1,0 +1,257 @@
+"""Where a stored adaptive catalog's runs went, and its cost against fixed 5 seeds (#16).
+
+    python benchmarks/bench_full_cost.py RESULTS_DIR [--profile full] [--loops a,b]
+
+``RESULTS_DIR`` holds a finished ``trainwreck catalog --profile full`` (adaptive seeds and
+the strength pass). Nothing is trained: the catalog's own code is replayed on the stored
+runs (``adaptive_sweep`` with a ``run`` that answers from the store, then the strength
+pass with a harness that does the same), so each phase asks for exactly the runs the real
+catalog asked for, and a run is counted in the first phase that asked for it.
+
+Cost is each run's own CPU seconds (user+sys of its process: the trace's end record
+``cpu_s``), which the load of the shared machine barely moves, over 2 cores; the stored
+wall time (``wall_s``, load included) is shown beside it. The fixed-5 baseline is computed
+the same way from the same store: every mutant planned today on the first 5 seeds, the
+reference on them, 5 control seeds per loop; a mutant seed the adaptive catalog never ran
+costs that mutant's mean over its stored seeds (every mutant has at least 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from statistics import mean
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from experiments.adaptive import Progress, adaptive_sweep, mutant_key  # noqa: E402
+from experiments.catalog import load_runs, stopping_decisions  # noqa: E402
+from experiments.catalog_job import NOOP_SEED_OFFSET, PROFILES, _parser, _plan  # noqa: E402
+from experiments.harness import spec as harness_spec  # noqa: E402
+from experiments.trace import RESULT_FILE, TRACE_FILE  # noqa: E402
+
+CORES = 2
+FIXED = 5
+
+
+class NotStored(Exception):
+    """The replay asked for a run the store does not hold."""
+
+
+def end_cpu(trace: Path) -> float | None:
+    """``cpu_s`` of the trace's end record (its last line), read from the file's tail."""
+    try:
+        with open(trace, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(handle.tell() - 4096, 0))
+            last = handle.read().decode("utf-8", "replace").strip().splitlines()[-1]
+        record = json.loads(last)
+    except (OSError, ValueError, IndexError):
+        return None
+    cpu = record.get("cpu_s") if record.get("kind") == "end" else None
+    return float(cpu) if isinstance(cpu, int | float) else None
+
+
+def stored_rows(results: Path) -> dict[str, dict]:
+    rows = {}
+    for path in (results / "runs").glob(f"*/*/{RESULT_FILE}"):
+        row = json.loads(path.read_text())
+        row["key"] = path.parent.name
+        row["cpu_s"] = end_cpu(path.parent / TRACE_FILE)
+        rows[row["key"]] = row
+    return rows
+
+
+class Ledger:
+    """Which phase first asked for each run, answered from the store."""
+
+    def __init__(self, rows: dict[str, dict]) -> None:
+        self.rows = rows
+        self.phase = "?"
+        self.first: dict[str, str] = {}
+        self.order: list[str] = []
+
+    def __call__(self, specs: list) -> list[dict]:
+        missing = [spec.run_id for spec in specs if spec.key not in self.rows]
+        if missing:
+            raise NotStored(f"{len(missing)} runs not stored, e.g. {missing[0]}")
+        for spec in specs:
+            if spec.key not in self.first:
+                self.first[spec.key] = self.phase
+                if self.phase not in self.order:
+                    self.order.append(self.phase)
+        return [self.rows[spec.key] for spec in specs]
+
+    def keys_of(self, phase: str) -> list[str]:
+        return [key for key, where in self.first.items() if where == phase]
+
+
+def cost(rows: dict[str, dict], keys, field: str) -> float:
+    return sum(float(rows[key].get(field) or 0.0) for key in keys)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results_dir")
+    parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
+    parser.add_argument("--loops", help="comma-separated loops instead of the profile's")
+    args = parser.parse_args()
+    results = Path(args.results_dir)
+    profile = PROFILES[args.profile]
+    loops = tuple(args.loops.split(",")) if args.loops else profile.loops
+    rows = stored_rows(results)
+    if not rows:
+        print(f"{results}: no stored runs", file=sys.stderr)
+        return 2
+    versions = {row.get("harness_version") for row in rows.values()}
+    if len(versions) == 1 and None not in versions:
+        harness_spec.HARNESS_VERSION = versions.pop()  # plan the keys the store was made with
+    plan_args = _parser().parse_args(["--profile", args.profile, f"results_dir={results}"])
+    specs, _, n_classes, *_ = _plan(
+        loops, profile.seeds, profile.noop_seeds, plan_args, dict(profile.epochs)
+    )
+    ledger = Ledger(rows)
+    rounds = {"n": 0}
+
+    def run_round(chosen: list) -> list[dict]:
+        rounds["n"] += 1
+        ledger.phase = f"round {rounds['n']}"
+        return ledger(chosen)
+
+    def judge(chosen_rows: list[dict]):
+        keys = {row["key"] for row in chosen_rows}
+        return stopping_decisions(load_runs(results, n_classes=n_classes, keys=keys))
+
+    # The references and the control run before round 1's mutants (the reference gate).
+    ledger.phase = "references + control (round 1)"
+    ledger([s for s in specs if s.mutant is None and s.seed in _first_seeds(profile)])
+    if profile.adaptive:
+        _, progress = adaptive_sweep(specs, profile.seeds, run_round, judge)
+    else:
+        run_round(specs)
+        progress = Progress(seeds={mutant_key(s): len(profile.seeds) for s in specs if s.mutant})
+    strength_note = ""
+    if profile.strength:
+        strength_note = _replay_strength(loops, profile, ledger, results)
+
+    print(f"Catalog {results} ({args.profile} profile, {len(loops)} loops): {progress.summary()}.")
+    print("\n| phase | runs | run CPU (s) | CPU / 2 cores (s) | run wall (s) |")
+    print("|---|---|---|---|---|")
+    total_cpu = total_wall = total_runs = 0.0
+    for phase in ledger.order:
+        keys = ledger.keys_of(phase)
+        cpu, wall = cost(rows, keys, "cpu_s"), cost(rows, keys, "wall_s")
+        total_cpu, total_wall, total_runs = (
+            total_cpu + cpu,
+            total_wall + wall,
+            total_runs + len(keys),
+        )
+        print(f"| {phase} | {len(keys)} | {cpu:.0f} | {cpu / CORES:.0f} | {wall:.0f} |")
+    print(
+        f"| **adaptive catalog** | {total_runs:.0f} | {total_cpu:.0f} | "
+        f"**{total_cpu / CORES:.0f}** | {total_wall:.0f} |"
+    )
+    fixed_runs, fixed_cpu, fixed_wall, estimated = _fixed(specs, rows)
+    print(
+        f"| **fixed {FIXED} (same mutants)** | {fixed_runs} | {fixed_cpu:.0f} | "
+        f"**{fixed_cpu / CORES:.0f}** | {fixed_wall:.0f} |"
+    )
+    print(
+        f"\nAdaptive / fixed {FIXED}: {total_cpu / fixed_cpu:.2f}x the run CPU, "
+        f"{total_runs / fixed_runs:.2f}x the runs, {total_wall / fixed_wall:.2f}x the stored "
+        f"wall. Fixed {FIXED}: {estimated} of its runs not stored, costed at their mutant's "
+        "mean."
+    )
+    unknown = sum(1 for key in ledger.first if rows[key].get("cpu_s") is None)
+    if unknown:
+        print(f"{unknown} runs have no cpu_s (recorded before the harness wrote it): cost 0.")
+    spread = Counter(progress.seeds.values())
+    print("Seeds per mutant: " + ", ".join(f"{k}: {spread[k]}" for k in sorted(spread)) + ".")
+    past = sum(count for seeds, count in spread.items() if seeds > FIXED)
+    print(f"Mutants undecided at {FIXED} seeds (given more, up to {len(profile.seeds)}): {past}.")
+    print(f"Runs asked per round (cumulative): {progress.rounds}.")
+    _per_loop(ledger, rows, specs)
+    if strength_note:
+        print(strength_note)
+    return 0
+
+
+def _first_seeds(profile) -> set[int]:
+    from experiments.symptoms.sequential import MIN_SEEDS
+
+    first = set(profile.seeds[:MIN_SEEDS]) if profile.adaptive else set(profile.seeds)
+    return first | set(profile.noop_seeds)
+
+
+def _replay_strength(loops, profile, ledger: Ledger, results: Path) -> str:
+    from experiments.strength.catalog_pass import strength_pass
+
+    epochs = dict(profile.epochs)
+    searches = []
+
+    def overrides_of(loop: str) -> list[str]:
+        ledger.phase = "strength"
+        own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
+        return [*own, f"results_dir={results}"]
+
+    def say(note: str) -> None:
+        searches.append(note)
+
+    try:
+        done = strength_pass(loops, overrides_of, None, len(profile.seeds), say, ledger, False)
+    except NotStored as missing:
+        return f"Strength pass not replayed ({missing}): not run, or not finished."
+    return f"Strength pass: {done} searches replayed."
+
+
+def _fixed(specs, rows: dict[str, dict]) -> tuple[int, float, float, int]:
+    """Fixed 5 over today's plan: stored runs, else the mutant's mean over stored seeds."""
+    by_mutant: dict[tuple, list[dict]] = defaultdict(list)
+    for spec in specs:
+        if spec.mutant is not None and spec.key in rows:
+            by_mutant[mutant_key(spec)].append(rows[spec.key])
+    chosen = [
+        spec
+        for spec in specs
+        if spec.seed in range(FIXED)
+        or (spec.mutant is None and NOOP_SEED_OFFSET <= spec.seed < NOOP_SEED_OFFSET + FIXED)
+    ]
+    cpu = wall = 0.0
+    estimated = 0
+    for spec in chosen:
+        row = rows.get(spec.key)
+        if row is None:
+            estimated += 1
+            stored = by_mutant.get(mutant_key(spec), [])
+            cpu += mean(float(r.get("cpu_s") or 0.0) for r in stored) if stored else 0.0
+            wall += mean(float(r.get("wall_s") or 0.0) for r in stored) if stored else 0.0
+        else:
+            cpu += float(row.get("cpu_s") or 0.0)
+            wall += float(row.get("wall_s") or 0.0)
+    return len(chosen), cpu, wall, estimated
+
+
+def _per_loop(ledger: Ledger, rows: dict[str, dict], specs) -> None:
+    loops = sorted({spec.loop_name for spec in specs})
+    print("\nRun CPU (s) per loop and phase (sweep: every round; strength: the pass):\n")
+    print("| loop | sweep runs | sweep CPU | strength runs | strength CPU | CPU per run |")
+    print("|---|---|---|---|---|---|")
+    for loop in loops:
+        sweep = [k for k, p in ledger.first.items() if p != "strength" and rows[k]["loop"] == loop]
+        strength = [
+            k for k, p in ledger.first.items() if p == "strength" and rows[k]["loop"] == loop
+        ]
+        every = sweep + strength
+        per_run = cost(rows, every, "cpu_s") / max(len(every), 1)
+        print(
+            f"| {loop} | {len(sweep)} | {cost(rows, sweep, 'cpu_s'):.0f} | {len(strength)} "
+            f"| {cost(rows, strength, 'cpu_s'):.0f} | {per_run:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
