@@ -68,7 +68,12 @@ PROFILES = {
         loops=("mlp_digits", "binary_cancer"),
         seeds=(0, 1, 2),
         noop_seeds=_noop_seeds((0, 1, 2)),
-        description="2 loops x every mutant x 3 seeds (a few minutes on 2 cores)",
+        description="2 loops x every mutant x 3 seeds, half budgets (about a minute on 2 cores)",
+        # Half the loops' own epochs: the runs' cost halves, both references still learn
+        # clearly (mlp_digits 95.8% validation accuracy at 10 epochs against 96.9% at 20;
+        # binary_cancer 97.3% held-out accuracy at 15 against 96.5% at 30), and the
+        # verdicts that move are listed in docs/benchmarks.md (#16).
+        epochs=(("mlp_digits", 10), ("binary_cancer", 15)),
     ),
     "full": Profile(
         loops=loop_names(),
@@ -177,11 +182,18 @@ def catalog_main(argv: Sequence[str]) -> int:
         if adaptive
         else f"{len(specs)} runs"
     )
+    # The profile's own budgets, unless an override sets the epochs (it wins, see _plan).
+    own_epochs = [
+        f"{loop}={epochs}"
+        for loop, epochs in profile.epochs
+        if loop in loops and not any("epochs=" in override for override in args.overrides)
+    ]
     print(
         f"[trainwreck] catalog ({args.profile}"
         + (f", shard {shard[0]}/{shard[1]}" if shard else "")
         + f"): {len(loops)} loops, seeds {list(seeds)}, "
-        f"noop seeds {list(noop_seeds)}, {planned}, {workers} at once",
+        f"noop seeds {list(noop_seeds)}, {planned}, {workers} at once"
+        + (f"; epochs {', '.join(own_epochs)}" if own_epochs else ""),
         file=sys.stderr,
     )
     from experiments.harness import run_sweep

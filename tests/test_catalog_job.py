@@ -103,3 +103,27 @@ def test_summary_prints_agreement_misleads_and_the_noop_rate_with_its_interval(c
     text = out.out + out.err
     assert "1 of 20 seed-sets not silent (false-positive rate 5%, 95% CI 1%-24%)" in text
     assert "agrees with the declared one for 60 of 80 mutants (75%); 7 mutants mislead" in text
+
+
+def test_quick_profile_runs_half_budgets_and_an_override_wins(tmp_path):
+    """The quick profile trains mlp_digits 10 epochs and binary_cancer 15 (half their own
+    budgets: its runs fit a minute on 2 cores; docs/benchmarks.md #16 lists the verdicts
+    this moves); a user's epochs override still wins."""
+    from experiments.catalog_job import PROFILES, _parser, _plan
+
+    quick = PROFILES["quick"]
+
+    def epochs_of(*overrides: str) -> dict[str, set[int]]:
+        args = _parser().parse_args(["--operators", "scale_lr", *overrides])
+        specs, *_ = _plan(quick.loops, quick.seeds, quick.noop_seeds, args, dict(quick.epochs))
+        found: dict[str, set[int]] = {}
+        for spec in specs:
+            argv = list(spec.argv)
+            found.setdefault(spec.loop_name, set()).add(int(argv[argv.index("--epochs") + 1]))
+        return found
+
+    assert epochs_of(f"results_dir={tmp_path}") == {"mlp_digits": {10}, "binary_cancer": {15}}
+    assert epochs_of(f"results_dir={tmp_path}", "budget.epochs=4") == {
+        "mlp_digits": {4},
+        "binary_cancer": {4},
+    }
