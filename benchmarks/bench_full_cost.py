@@ -99,6 +99,12 @@ def main() -> int:
     parser.add_argument("results_dir")
     parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
     parser.add_argument("--loops", help="comma-separated loops instead of the profile's")
+    parser.add_argument(
+        "--strength-steps",
+        type=int,
+        help="replay the strength pass with this many bisection steps (default: the "
+        "catalog's); fewer steps are a prefix of each search, so their runs are stored",
+    )
     args = parser.parse_args()
     results = Path(args.results_dir)
     profile = PROFILES[args.profile]
@@ -136,7 +142,7 @@ def main() -> int:
         progress = Progress(seeds={mutant_key(s): len(profile.seeds) for s in specs if s.mutant})
     strength_note = ""
     if profile.strength:
-        strength_note = _replay_strength(loops, profile, ledger, results)
+        strength_note = _replay_strength(loops, profile, ledger, results, args.strength_steps)
 
     print(f"Catalog {results} ({args.profile} profile, {len(loops)} loops): {progress.summary()}.")
     print("\n| phase | runs | run CPU (s) | CPU / 2 cores (s) | run wall (s) |")
@@ -187,8 +193,10 @@ def _first_seeds(profile) -> set[int]:
     return first | set(profile.noop_seeds)
 
 
-def _replay_strength(loops, profile, ledger: Ledger, results: Path) -> str:
-    from experiments.strength.catalog_pass import strength_pass
+def _replay_strength(loops, profile, ledger: Ledger, results: Path, steps: int | None) -> str:
+    from experiments.strength.catalog_pass import CATALOG_STEPS, strength_pass
+
+    steps = CATALOG_STEPS if steps is None else steps
 
     epochs = dict(profile.epochs)
     searches = []
@@ -202,10 +210,14 @@ def _replay_strength(loops, profile, ledger: Ledger, results: Path) -> str:
         searches.append(note)
 
     try:
-        done = strength_pass(loops, overrides_of, None, len(profile.seeds), say, ledger, False)
+        done = strength_pass(
+            loops, overrides_of, None, len(profile.seeds), say, ledger, False, steps=steps
+        )
     except NotStored as missing:
         return f"Strength pass not replayed ({missing}): not run, or not finished."
-    return f"Strength pass: {done} searches replayed."
+    return f"Strength pass: {done} searches replayed at {steps} bisection steps:\n" + "\n".join(
+        f"- {line}" for line in searches
+    )
 
 
 def _fixed(specs, rows: dict[str, dict]) -> tuple[int, float, float, int]:

@@ -22,6 +22,7 @@ def strength_pass(
     harness: Harness | None = None,
     store: bool = True,
     shard: tuple[int, int] | None = None,
+    steps: int = CATALOG_STEPS,
 ) -> int:
     """Search every (loop, axis); returns how many searches ran. A loop without a site
     for an operator is skipped, as the catalog has no row for it either. ``harness`` and
@@ -42,9 +43,9 @@ def strength_pass(
                     continue
                 raise
             if store:
-                _, result, _ = search_and_store(session, loop, CATALOG_STEPS)
+                _, result, _ = search_and_store(session, loop, steps)
             else:
-                result = session.search(CATALOG_STEPS)
+                result = session.search(steps)
             say(f"strength {loop}: {summary_line(result)}")
             done += 1
     return done
