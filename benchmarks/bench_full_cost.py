@@ -1,9 +1,11 @@
 """Where a stored adaptive catalog's runs went, and its cost against fixed 5 seeds (#16).
 
-    python benchmarks/bench_full_cost.py RESULTS_DIR [--profile full] [--loops a,b]
+    python benchmarks/bench_full_cost.py [--strength-steps N] CATALOG_ARGS...
+    python benchmarks/bench_full_cost.py --profile full results_dir=/tmp/full16
 
-``RESULTS_DIR`` holds a finished ``trainwreck catalog --profile full`` (adaptive seeds and
-the strength pass). Nothing is trained: the catalog's own code is replayed on the stored
+``CATALOG_ARGS`` are those of a finished ``trainwreck catalog`` run (profile, loops,
+seeds, operators, overrides with its ``results_dir``), e.g. the full profile: adaptive
+seeds and the strength pass. Nothing is trained: the catalog's own code is replayed on the stored
 runs (``adaptive_sweep`` with a ``run`` that answers from the store, then the strength
 pass with a harness that does the same), so each phase asks for exactly the runs the real
 catalog asked for, and a run is counted in the first phase that asked for it.
@@ -30,8 +32,15 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.adaptive import Progress, adaptive_sweep, mutant_key  # noqa: E402
 from experiments.catalog import load_runs, stopping_decisions  # noqa: E402
-from experiments.catalog_job import NOOP_SEED_OFFSET, PROFILES, _parser, _plan  # noqa: E402
+from experiments.catalog_job import (  # noqa: E402
+    NOOP_SEED_OFFSET,
+    PROFILES,
+    _noop_seeds,
+    _parser,
+    _plan,
+)
 from experiments.harness import spec as harness_spec  # noqa: E402
+from experiments.symptoms.sequential import MIN_SEEDS  # noqa: E402
 from experiments.trace import RESULT_FILE, TRACE_FILE  # noqa: E402
 
 CORES = 2
@@ -95,31 +104,36 @@ def cost(rows: dict[str, dict], keys, field: str) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results_dir")
-    parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
-    parser.add_argument("--loops", help="comma-separated loops instead of the profile's")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Every other argument is the catalog command's, e.g. --profile full "
+        "results_dir=/tmp/full16",
+    )
     parser.add_argument(
         "--strength-steps",
         type=int,
         help="replay the strength pass with this many bisection steps (default: the "
         "catalog's); fewer steps are a prefix of each search, so their runs are stored",
     )
-    args = parser.parse_args()
-    results = Path(args.results_dir)
-    profile = PROFILES[args.profile]
-    loops = tuple(args.loops.split(",")) if args.loops else profile.loops
+    args, catalog_argv = parser.parse_known_args()
+    catalog = _parser().parse_args(catalog_argv)
+    profile = PROFILES[catalog.profile]
+    loops = tuple(catalog.loops.split(",")) if catalog.loops else profile.loops
+    adaptive = profile.adaptive if catalog.adaptive is None else catalog.adaptive
+    seeds, noop_seeds = profile.seeds, profile.noop_seeds
+    if catalog.seeds is not None:
+        seeds = tuple(range(catalog.seeds))
+        noop_seeds = noop_seeds if adaptive else _noop_seeds(seeds)
+    strength = profile.strength if catalog.strength is None else catalog.strength
+    specs, results, n_classes, *_ = _plan(loops, seeds, noop_seeds, catalog, dict(profile.epochs))
     rows = stored_rows(results)
     if not rows:
         print(f"{results}: no stored runs", file=sys.stderr)
         return 2
     versions = {row.get("harness_version") for row in rows.values()}
-    if len(versions) == 1 and None not in versions:
+    if len(versions) == 1 and None not in versions and versions != {harness_spec.HARNESS_VERSION}:
         harness_spec.HARNESS_VERSION = versions.pop()  # plan the keys the store was made with
-    plan_args = _parser().parse_args(["--profile", args.profile, f"results_dir={results}"])
-    specs, _, n_classes, *_ = _plan(
-        loops, profile.seeds, profile.noop_seeds, plan_args, dict(profile.epochs)
-    )
+        specs, *_ = _plan(loops, seeds, noop_seeds, catalog, dict(profile.epochs))
     ledger = Ledger(rows)
     rounds = {"n": 0}
 
@@ -134,17 +148,27 @@ def main() -> int:
 
     # The references and the control run before round 1's mutants (the reference gate).
     ledger.phase = "references + control (round 1)"
-    ledger([s for s in specs if s.mutant is None and s.seed in _first_seeds(profile)])
-    if profile.adaptive:
-        _, progress = adaptive_sweep(specs, profile.seeds, run_round, judge)
+    first = set(seeds[:MIN_SEEDS] if adaptive else seeds) | set(noop_seeds)
+    ledger([s for s in specs if s.mutant is None and s.seed in first])
+    if adaptive:
+        _, progress = adaptive_sweep(specs, seeds, run_round, judge)
     else:
         run_round(specs)
-        progress = Progress(seeds={mutant_key(s): len(profile.seeds) for s in specs if s.mutant})
+        progress = Progress(seeds={mutant_key(s): len(seeds) for s in specs if s.mutant})
     strength_note = ""
-    if profile.strength:
-        strength_note = _replay_strength(loops, profile, ledger, results, args.strength_steps)
+    if strength:
+        epochs = dict(profile.epochs)
 
-    print(f"Catalog {results} ({args.profile} profile, {len(loops)} loops): {progress.summary()}.")
+        def overrides_of(loop: str) -> list[str]:
+            ledger.phase = "strength"
+            own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
+            return [*own, *catalog.overrides]
+
+        strength_note = _replay_strength(loops, overrides_of, len(seeds), ledger, args)
+
+    print(
+        f"Catalog {results} ({catalog.profile} profile, {len(loops)} loops): {progress.summary()}."
+    )
     print("\n| phase | runs | run CPU (s) | CPU / 2 cores (s) | run wall (s) |")
     print("|---|---|---|---|---|")
     total_cpu = total_wall = total_runs = 0.0
@@ -178,7 +202,7 @@ def main() -> int:
     spread = Counter(progress.seeds.values())
     print("Seeds per mutant: " + ", ".join(f"{k}: {spread[k]}" for k in sorted(spread)) + ".")
     past = sum(count for seeds, count in spread.items() if seeds > FIXED)
-    print(f"Mutants undecided at {FIXED} seeds (given more, up to {len(profile.seeds)}): {past}.")
+    print(f"Mutants undecided at {FIXED} seeds (given more, up to {len(seeds)}): {past}.")
     print(f"Runs asked per round (cumulative): {progress.rounds}.")
     _per_loop(ledger, rows, specs)
     if strength_note:
@@ -186,32 +210,14 @@ def main() -> int:
     return 0
 
 
-def _first_seeds(profile) -> set[int]:
-    from experiments.symptoms.sequential import MIN_SEEDS
-
-    first = set(profile.seeds[:MIN_SEEDS]) if profile.adaptive else set(profile.seeds)
-    return first | set(profile.noop_seeds)
-
-
-def _replay_strength(loops, profile, ledger: Ledger, results: Path, steps: int | None) -> str:
+def _replay_strength(loops, overrides_of, max_seeds: int, ledger: Ledger, args) -> str:
     from experiments.strength.catalog_pass import CATALOG_STEPS, strength_pass
 
-    steps = CATALOG_STEPS if steps is None else steps
-
-    epochs = dict(profile.epochs)
-    searches = []
-
-    def overrides_of(loop: str) -> list[str]:
-        ledger.phase = "strength"
-        own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
-        return [*own, f"results_dir={results}"]
-
-    def say(note: str) -> None:
-        searches.append(note)
-
+    steps = CATALOG_STEPS if args.strength_steps is None else args.strength_steps
+    searches: list[str] = []
     try:
         done = strength_pass(
-            loops, overrides_of, None, len(profile.seeds), say, ledger, False, steps=steps
+            loops, overrides_of, None, max_seeds, searches.append, ledger, False, steps=steps
         )
     except NotStored as missing:
         return f"Strength pass not replayed ({missing}): not run, or not finished."

@@ -127,3 +127,35 @@ def test_detector_weakest_is_where_the_detected_tail_starts():
     assert gap["weakest detected"] == "factor=20.0" and gap["monotone"] is False
     assert _summary("d", table, [False] * 4)["weakest detected"] == "not detected"
     assert _summary("d", table, [None, None, True, True])["tried"] == 2
+
+
+@pytest.mark.parametrize("factor", [1.99, 5.03, 0.62, 8.0, 0.125])
+def test_batch_size_settings_between_the_declared_ones_stay_integers(factor):
+    """A bisection tries x1.99: ``batch_size * 1.99`` made every such setting a crash
+    (DataLoader wants an int) that the search read as the bug showing."""
+    from mutator import SourceFile
+
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "def make(train_ds, batch_size):\n"
+        "    return DataLoader(train_ds, batch_size=batch_size, shuffle=True)\n"
+    )
+    parsed = SourceFile(source, "loop.py")
+    operator = resolve(f"change_batch_size(factor={factor})")
+    (site,) = parsed.find_sites([operator])
+    changed = parsed.apply([site]).source
+    seen = {}
+
+    class Loader:
+        def __init__(self, dataset, batch_size, shuffle):
+            seen["batch_size"] = batch_size
+
+    namespace = {}
+    exec(
+        compile(changed.replace("from torch.utils.data import DataLoader\n", ""), "m", "exec"),
+        namespace,
+    )
+    namespace["DataLoader"] = Loader
+    namespace["make"](None, 64)
+    assert isinstance(seen["batch_size"], int)
+    assert seen["batch_size"] == max(1, int(64 * factor))
