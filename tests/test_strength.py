@@ -49,10 +49,11 @@ def test_categorical_axes_walk_weakest_first():
 
 def test_two_searches_share_the_settings_they_both_try():
     axis = Axis("scale_lr", "factor", "up", 1.25, 100.0)
-    evaluated = []
+    evaluated, questions = [], set()
 
-    def evaluate(axis, value):
+    def evaluate(axis, value, question):
         evaluated.append(value)
+        questions.add(question)
         return Point(
             value,
             axis.spec(value),
@@ -70,6 +71,29 @@ def test_two_searches_share_the_settings_they_both_try():
     assert result.outcome.threshold >= 20 > result.outcome.bracket[0]
     assert result.symptom.threshold >= 3 > result.symptom.bracket[0]
     assert evaluated.count(100.0) == 2  # the evaluator (not this stub) remembers settings
+    assert questions == {"outcome", "symptom"}
+
+
+def test_a_setting_one_search_asks_about_stops_when_its_question_is_decided():
+    from experiments.strength.search import QUESTIONS, answered
+    from experiments.symptoms.sequential import decide
+
+    # Every seed degrades; overfits fires on 2 of 3: the outcome is decided, a label not.
+    decision = decide(
+        ["degrades"] * 3,
+        [["worse_model", "overfits"], ["worse_model"]] * 1 + [["worse_model", "overfits"]],
+    )
+    assert not decision.decided and decision.undecided == ("overfits 2/3",)
+    assert answered(decision, QUESTIONS["outcome"]).decided
+    assert not answered(decision, QUESTIONS["symptom"]).decided
+    assert not answered(decision, QUESTIONS["both"]).decided
+    # The severity open, every label decided: only the symptom question is answered.
+    severity_open = decide(["degrades", "silent", "degrades"], [["slow_convergence"]] * 3)
+    assert any(name.startswith(">=") for name in severity_open.undecided)
+    assert answered(severity_open, QUESTIONS["symptom"]).decided
+    assert not answered(severity_open, QUESTIONS["outcome"]).decided
+    # Fewer seeds than the rule's minimum answer nothing.
+    assert not answered(decide(["silent"], [[]]), QUESTIONS["outcome"]).decided
 
 
 def test_every_axis_is_a_declared_parameter_and_runs_as_a_spec():
