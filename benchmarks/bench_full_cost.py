@@ -196,6 +196,13 @@ def main() -> int:
         f"wall. Fixed {FIXED}: {estimated} of its runs not stored, costed at their mutant's "
         "mean."
     )
+    # Runs in the folder that no phase asked for: an earlier catalog's (e.g. the strength
+    # pass of older code, or `trainwreck strength` runs), not part of this replay's cost.
+    unasked = [key for key in rows if key not in ledger.first]
+    print(
+        f"Stored runs this replay did not ask for: {len(unasked)} "
+        f"({cost(rows, unasked, 'cpu_s'):.0f} s run CPU)."
+    )
     unknown = sum(1 for key in ledger.first if rows[key].get("cpu_s") is None)
     if unknown:
         print(f"{unknown} runs have no cpu_s (recorded before the harness wrote it): cost 0.")
