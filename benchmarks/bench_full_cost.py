@@ -38,6 +38,7 @@ from experiments.catalog_job import (  # noqa: E402
     _noop_seeds,
     _parser,
     _plan,
+    strength_loops,
 )
 from experiments.harness import spec as harness_spec  # noqa: E402
 from experiments.symptoms.sequential import MIN_SEEDS  # noqa: E402
@@ -164,7 +165,8 @@ def main() -> int:
             own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
             return [*own, *catalog.overrides]
 
-        strength_note = _replay_strength(loops, overrides_of, len(seeds), ledger, args)
+        searched = strength_loops(profile, loops, catalog.strength_loops)
+        strength_note = _replay_strength(searched, overrides_of, len(seeds), ledger, args)
 
     print(
         f"Catalog {results} ({catalog.profile} profile, {len(loops)} loops): {progress.summary()}."

@@ -44,6 +44,8 @@ class Profile:
     adaptive: bool = False
     # The minimal-strength pass (docs/adaptive.md) after the sweep: slow, full profile only.
     strength: bool = False
+    # The loops the strength pass searches (empty: every loop of the catalog).
+    strength_loops: tuple[str, ...] = ()
 
 
 # The unmutated loop's control runs use seeds this far above the mutants' (disjoint sets).
@@ -123,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
         help="search each parametric operator's weakest showing setting (full profile: on)",
     )
     parser.add_argument(
+        "--strength-loops",
+        metavar="LOOPS",
+        help="comma-separated loops the strength pass searches, or 'all' (default: the "
+        "profile's; docs/adaptive.md)",
+    )
+    parser.add_argument(
         "--operators",
         help="comma-separated operator specs instead of every operator and variant",
     )
@@ -169,6 +177,7 @@ def catalog_main(argv: Sequence[str]) -> int:
                 f"bad override {override!r}: expected key=value, e.g. results_dir=out/"
             )
     shard = _shard_arg(args.shard)
+    strength_loops(profile, loops, args.strength_loops)  # a bad list fails before any run
     specs, results_dir, n_classes, workers, budget, gpus, runs_per_gpu = _plan(
         loops, seeds, noop_seeds, args, dict(profile.epochs)
     )
@@ -242,7 +251,8 @@ def catalog_main(argv: Sequence[str]) -> int:
             own = [f"loop.epochs={epochs[loop]}"] if loop in epochs else []
             return [*own, *args.overrides]
 
-        strength_pass(loops, overrides_of, args.workers, len(seeds), say, shard=shard)
+        searched = strength_loops(profile, loops, args.strength_loops)
+        strength_pass(searched, overrides_of, args.workers, len(seeds), say, shard=shard)
     if shard is not None:
         # A shard's tables would hold its mutants only, and shards may share a folder: the
         # catalog is written once, by the unsharded command, from the cache.
@@ -253,6 +263,24 @@ def catalog_main(argv: Sequence[str]) -> int:
         )
         return 0
     return _write(results_dir, rows, n_classes, started)
+
+
+def strength_loops(profile: Profile, loops: Sequence[str], given: str | None) -> tuple[str, ...]:
+    """The loops the strength pass searches: ``--strength-loops``, else the profile's (those
+    in this catalog), else every loop of the catalog."""
+    if given is not None:
+        if given == "all":
+            return tuple(loops)
+        chosen = tuple(given.split(","))
+        unknown = [loop for loop in chosen if loop not in loops]
+        if unknown:
+            raise CatalogError(
+                f"--strength-loops {unknown[0]!r} is not a loop of this catalog "
+                f"(its loops: {', '.join(loops)}), or pass 'all'"
+            )
+        return chosen
+    own = tuple(loop for loop in profile.strength_loops if loop in loops)
+    return own if profile.strength_loops else tuple(loops)
 
 
 def _shard_arg(text: str | None) -> tuple[int, int] | None:

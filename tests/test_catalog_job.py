@@ -127,3 +127,27 @@ def test_quick_profile_runs_half_budgets_and_an_override_wins(tmp_path):
         "mlp_digits": {4},
         "binary_cancer": {4},
     }
+
+
+def test_strength_loops_default_to_the_profile_and_a_bad_one_is_one_line(tmp_path, capsys):
+    from experiments.catalog_job import PROFILES, Profile, strength_loops
+
+    every = Profile(loops=("a", "b", "c"), seeds=(0,), noop_seeds=(100,), description="")
+    assert strength_loops(every, ("a", "b"), None) == ("a", "b")
+    some = Profile(
+        loops=("a", "b", "c"),
+        seeds=(0,),
+        noop_seeds=(100,),
+        description="",
+        strength_loops=("b", "c"),
+    )
+    assert strength_loops(some, ("a", "b"), None) == ("b",)
+    assert strength_loops(some, ("a", "b"), "all") == ("a", "b")
+    assert strength_loops(some, ("a", "b"), "a") == ("a",)
+    full = PROFILES["full"]
+    assert set(full.strength_loops) <= set(full.loops)
+    argv = ["catalog", "--loops", "mlp_digits", "--strength-loops", "char_lm"]
+    assert main([*argv, f"results_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert "'char_lm' is not a loop of this catalog" in err and err.count("\n") == 1
+    assert not any(tmp_path.iterdir()), "nothing written on bad input"
