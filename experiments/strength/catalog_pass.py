@@ -10,7 +10,11 @@ from experiments.strength.axes import AXES
 from experiments.strength.cli import search_and_store, summary_line
 from experiments.strength.runner import Harness, prepare
 
-CATALOG_STEPS = 3  # bracket ratio (strong/weak) ** (1/8): ~1.7x for x1.25..x100
+# Bracket ratio (strong/weak) ** (1/4): ~3x for x1.25..x100. A third step (~1.7x) cost
+# 1.7x the pass's runs (903 against 537 over the full profile's 66 searches, the step
+# nearest the threshold being the one that needs the most seeds; docs/benchmarks.md #16);
+# ``trainwreck strength --steps 4`` narrows one search further.
+CATALOG_STEPS = 2
 
 
 def strength_pass(
