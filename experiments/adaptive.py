@@ -16,6 +16,7 @@ without training anything again.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,29 @@ class Progress:
 
 def mutant_key(spec: RunSpec) -> MutantKey:
     return (spec.loop_name, spec.device, spec.identity)
+
+
+def shard_of(name: str, count: int) -> int:
+    """A stable shard for a name (a mutant's key, a strength search), the same in every
+    process (``hash()`` is salted per process)."""
+    return int(hashlib.sha256(name.encode("utf-8")).hexdigest(), 16) % count
+
+
+def shard_mutants(specs: Sequence[RunSpec], index: int, count: int) -> list[RunSpec]:
+    """This shard's mutants with every seed of each, and every unmutated run.
+
+    Shards split *mutants*, not runs (``trainwreck sweep`` splits runs by key): a mutant's
+    decision needs all of its seeds, and depends only on them and the reference on the
+    same seeds, so each shard runs its mutants adaptively on its own and reaches the
+    decisions one unsharded sweep would. The reference runs two shards share have one key:
+    the cache (and its lock) runs each once."""
+    if count < 1 or not 0 <= index < count:
+        raise ValueError(f"shard index must be in [0, {count}), got {index}")
+    return [
+        spec
+        for spec in specs
+        if spec.mutant is None or shard_of("/".join(mutant_key(spec)), count) == index
+    ]
 
 
 def adaptive_sweep(

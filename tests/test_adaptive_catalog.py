@@ -63,3 +63,67 @@ def test_adaptive_catalog_stops_clear_mutants_and_reruns_nothing(tmp_path, capsy
     for name in ("symptoms.md", "study.md", "report.html"):
         assert "Minimal strength" in (results / "catalog" / name).read_text(), name
     assert "factor=31.6 (not at 10)" in (results / "catalog" / "symptoms.md").read_text()
+
+
+def _catalog(results, *extra):
+    return [
+        "catalog",
+        "--loops",
+        "binary_cancer",
+        "--adaptive",
+        "--seeds",
+        "5",
+        "--operators",
+        "drop_optimizer_step,drop_train_mode,shift_labels,change_batch_size,reduction_sum",
+        "--workers",
+        "2",
+        *extra,
+        "budget.epochs=5",
+        f"results_dir={results}",
+    ]
+
+
+def _verdicts(results) -> dict[str, tuple]:
+    symptoms = pd.read_csv(results / "catalog" / "symptoms.csv")
+    return {
+        row["identity"]: (row["n_seeds"], row["stopped"], row["measured"], row["symptoms"])
+        for row in symptoms.to_dict("records")
+    }
+
+
+def test_adaptive_shards_reach_the_unsharded_verdicts(tmp_path, capsys):
+    """Two shards split the mutants, each runs its own adaptively; the unsharded command
+    then trains nothing and writes the verdicts one unsharded catalog reaches."""
+    from experiments.adaptive import shard_mutants
+
+    sharded, whole = tmp_path / "sharded", tmp_path / "whole"
+    for index in (0, 1):
+        assert main(_catalog(sharded, "--shard", f"{index}/2")) == 0
+        err = capsys.readouterr().err
+        assert f"shard {index}/2:" in err and "without --shard writes the catalog" in err
+        assert not (sharded / "catalog").exists(), "a shard writes no partial catalog"
+    assert main(_catalog(sharded)) == 0
+    err = capsys.readouterr().err
+    ran = int(err.split(" runs (")[0].rsplit("] ", 1)[1])
+    assert f"{ran} runs ({ran} cached)" in err, "every run of the union came from the cache"
+    assert main(_catalog(whole)) == 0
+    capsys.readouterr()
+    assert _verdicts(sharded) == _verdicts(whole)
+
+    # Both shards held mutants (the split is by identity, every reference in both).
+    from experiments.catalog_job import _parser, _plan
+
+    args = _parser().parse_args(_catalog(tmp_path / "plan")[1:])
+    specs, *_ = _plan(("binary_cancer",), tuple(range(5)), (100, 101, 102), args, {})
+    shards = [shard_mutants(specs, index, 2) for index in (0, 1)]
+    mutants = [{s.identity for s in shard if s.mutant is not None} for shard in shards]
+    assert all(mutants) and not mutants[0] & mutants[1]
+    assert len(mutants[0] | mutants[1]) == len({s.identity for s in specs if s.mutant})
+
+
+def test_bad_shard_is_one_line(tmp_path, capsys):
+    for bad in ("2/2", "1", "a/b", "1/0"):
+        assert main(_catalog(tmp_path / "r", "--shard", bad)) == 2
+        err = capsys.readouterr().err
+        assert "bad --shard" in err and err.count("\n") == 1
+    assert not any(tmp_path.iterdir()), "nothing written on bad input"

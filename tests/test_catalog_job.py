@@ -103,3 +103,51 @@ def test_summary_prints_agreement_misleads_and_the_noop_rate_with_its_interval(c
     text = out.out + out.err
     assert "1 of 20 seed-sets not silent (false-positive rate 5%, 95% CI 1%-24%)" in text
     assert "agrees with the declared one for 60 of 80 mutants (75%); 7 mutants mislead" in text
+
+
+def test_quick_profile_runs_half_budgets_and_an_override_wins(tmp_path):
+    """The quick profile trains mlp_digits 10 epochs and binary_cancer 15 (half their own
+    budgets: its runs fit a minute on 2 cores; docs/benchmarks.md #16 lists the verdicts
+    this moves); a user's epochs override still wins."""
+    from experiments.catalog_job import PROFILES, _parser, _plan
+
+    quick = PROFILES["quick"]
+
+    def epochs_of(*overrides: str) -> dict[str, set[int]]:
+        args = _parser().parse_args(["--operators", "scale_lr", *overrides])
+        specs, *_ = _plan(quick.loops, quick.seeds, quick.noop_seeds, args, dict(quick.epochs))
+        found: dict[str, set[int]] = {}
+        for spec in specs:
+            argv = list(spec.argv)
+            found.setdefault(spec.loop_name, set()).add(int(argv[argv.index("--epochs") + 1]))
+        return found
+
+    assert epochs_of(f"results_dir={tmp_path}") == {"mlp_digits": {10}, "binary_cancer": {15}}
+    assert epochs_of(f"results_dir={tmp_path}", "budget.epochs=4") == {
+        "mlp_digits": {4},
+        "binary_cancer": {4},
+    }
+
+
+def test_strength_loops_default_to_the_profile_and_a_bad_one_is_one_line(tmp_path, capsys):
+    from experiments.catalog_job import PROFILES, Profile, strength_loops
+
+    every = Profile(loops=("a", "b", "c"), seeds=(0,), noop_seeds=(100,), description="")
+    assert strength_loops(every, ("a", "b"), None) == ("a", "b")
+    some = Profile(
+        loops=("a", "b", "c"),
+        seeds=(0,),
+        noop_seeds=(100,),
+        description="",
+        strength_loops=("b", "c"),
+    )
+    assert strength_loops(some, ("a", "b"), None) == ("b",)
+    assert strength_loops(some, ("a", "b"), "all") == ("a", "b")
+    assert strength_loops(some, ("a", "b"), "a") == ("a",)
+    full = PROFILES["full"]
+    assert set(full.strength_loops) <= set(full.loops)
+    argv = ["catalog", "--loops", "mlp_digits", "--strength-loops", "char_lm"]
+    assert main([*argv, f"results_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert "'char_lm' is not a loop of this catalog" in err and err.count("\n") == 1
+    assert not any(tmp_path.iterdir()), "nothing written on bad input"

@@ -49,10 +49,11 @@ def test_categorical_axes_walk_weakest_first():
 
 def test_two_searches_share_the_settings_they_both_try():
     axis = Axis("scale_lr", "factor", "up", 1.25, 100.0)
-    evaluated = []
+    evaluated, questions = [], set()
 
-    def evaluate(axis, value):
+    def evaluate(axis, value, question):
         evaluated.append(value)
+        questions.add(question)
         return Point(
             value,
             axis.spec(value),
@@ -70,6 +71,29 @@ def test_two_searches_share_the_settings_they_both_try():
     assert result.outcome.threshold >= 20 > result.outcome.bracket[0]
     assert result.symptom.threshold >= 3 > result.symptom.bracket[0]
     assert evaluated.count(100.0) == 2  # the evaluator (not this stub) remembers settings
+    assert questions == {"outcome", "symptom"}
+
+
+def test_a_setting_one_search_asks_about_stops_when_its_question_is_decided():
+    from experiments.strength.search import QUESTIONS, answered
+    from experiments.symptoms.sequential import decide
+
+    # Every seed degrades; overfits fires on 2 of 3: the outcome is decided, a label not.
+    decision = decide(
+        ["degrades"] * 3,
+        [["worse_model", "overfits"], ["worse_model"]] * 1 + [["worse_model", "overfits"]],
+    )
+    assert not decision.decided and decision.undecided == ("overfits 2/3",)
+    assert answered(decision, QUESTIONS["outcome"]).decided
+    assert not answered(decision, QUESTIONS["symptom"]).decided
+    assert not answered(decision, QUESTIONS["both"]).decided
+    # The severity open, every label decided: only the symptom question is answered.
+    severity_open = decide(["degrades", "silent", "degrades"], [["slow_convergence"]] * 3)
+    assert any(name.startswith(">=") for name in severity_open.undecided)
+    assert answered(severity_open, QUESTIONS["symptom"]).decided
+    assert not answered(severity_open, QUESTIONS["outcome"]).decided
+    # Fewer seeds than the rule's minimum answer nothing.
+    assert not answered(decide(["silent"], [[]]), QUESTIONS["outcome"]).decided
 
 
 def test_every_axis_is_a_declared_parameter_and_runs_as_a_spec():
@@ -127,3 +151,35 @@ def test_detector_weakest_is_where_the_detected_tail_starts():
     assert gap["weakest detected"] == "factor=20.0" and gap["monotone"] is False
     assert _summary("d", table, [False] * 4)["weakest detected"] == "not detected"
     assert _summary("d", table, [None, None, True, True])["tried"] == 2
+
+
+@pytest.mark.parametrize("factor", [1.99, 5.03, 0.62, 8.0, 0.125])
+def test_batch_size_settings_between_the_declared_ones_stay_integers(factor):
+    """A bisection tries x1.99: ``batch_size * 1.99`` made every such setting a crash
+    (DataLoader wants an int) that the search read as the bug showing."""
+    from mutator import SourceFile
+
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "def make(train_ds, batch_size):\n"
+        "    return DataLoader(train_ds, batch_size=batch_size, shuffle=True)\n"
+    )
+    parsed = SourceFile(source, "loop.py")
+    operator = resolve(f"change_batch_size(factor={factor})")
+    (site,) = parsed.find_sites([operator])
+    changed = parsed.apply([site]).source
+    seen = {}
+
+    class Loader:
+        def __init__(self, dataset, batch_size, shuffle):
+            seen["batch_size"] = batch_size
+
+    namespace = {}
+    exec(
+        compile(changed.replace("from torch.utils.data import DataLoader\n", ""), "m", "exec"),
+        namespace,
+    )
+    namespace["DataLoader"] = Loader
+    namespace["make"](None, 64)
+    assert isinstance(seen["batch_size"], int)
+    assert seen["batch_size"] == max(1, int(64 * factor))

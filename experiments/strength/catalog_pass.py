@@ -8,8 +8,13 @@ from collections.abc import Callable, Sequence
 from experiments.cli_support import UserError
 from experiments.strength.axes import AXES
 from experiments.strength.cli import search_and_store, summary_line
+from experiments.strength.runner import Harness, prepare
 
-CATALOG_STEPS = 3  # bracket ratio (strong/weak) ** (1/8): ~1.7x for x1.25..x100
+# Bracket ratio (strong/weak) ** (1/4): ~3x for x1.25..x100. A third step (~1.7x) cost
+# 1.7x the pass's runs (903 against 537 over the full profile's 66 searches, the step
+# nearest the threshold being the one that needs the most seeds; docs/benchmarks.md #16);
+# ``trainwreck strength --steps 4`` narrows one search further.
+CATALOG_STEPS = 2
 
 
 def strength_pass(
@@ -18,21 +23,33 @@ def strength_pass(
     workers: int | None,
     max_seeds: int,
     say: Callable[[str], None],
+    harness: Harness | None = None,
+    store: bool = True,
+    shard: tuple[int, int] | None = None,
+    steps: int = CATALOG_STEPS,
 ) -> int:
     """Search every (loop, axis); returns how many searches ran. A loop without a site
-    for an operator is skipped, as the catalog has no row for it either."""
-    from experiments.strength.runner import prepare
+    for an operator is skipped, as the catalog has no row for it either. ``harness`` and
+    ``store=False``: a benchmark's replay from stored runs, writing nothing. ``shard``
+    (index, count): only the searches of that shard (split by loop and axis)."""
+    from experiments.adaptive import shard_of
 
     done = 0
     for loop in loops:
         for axis in AXES:
+            name = f"{loop}/{axis.operator}/{axis.direction}"
+            if shard is not None and shard_of(name, shard[1]) != shard[0]:
+                continue
             try:
-                session = prepare(loop, axis, overrides_of(loop), workers, max_seeds)
+                session = prepare(loop, axis, overrides_of(loop), workers, max_seeds, harness)
             except UserError as error:
                 if "has no site" in str(error):
                     continue
                 raise
-            _, result, _ = search_and_store(session, loop, CATALOG_STEPS)
+            if store:
+                _, result, _ = search_and_store(session, loop, steps)
+            else:
+                result = session.search(steps)
             say(f"strength {loop}: {summary_line(result)}")
             done += 1
     return done

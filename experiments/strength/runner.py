@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +23,18 @@ class Session:
         return search(self.axis, self.evaluator, steps)
 
 
+Harness = Callable[[list], list[dict]]  # RunSpecs -> their result rows
+
+
 def prepare(
-    loop: str, axis: Axis, overrides: Sequence[str], workers: int | None, max_seeds: int
+    loop: str,
+    axis: Axis,
+    overrides: Sequence[str],
+    workers: int | None,
+    max_seeds: int,
+    harness: Harness | None = None,
 ) -> Session:
+    """``harness`` replaces the harness (``run_sweep``): a benchmark answers from stored runs."""
     from experiments import sweep as sweeps
     from experiments.budgets import runner_budget
     from experiments.catalog_job import ProgressBar
@@ -65,18 +74,18 @@ def prepare(
     def say(note: str) -> None:
         print(f"[trainwreck] {note}", file=sys.stderr)
 
-    def run(specs: list) -> list[dict]:
-        def harness(chosen: list) -> list[dict]:
-            bar = ProgressBar(sys.stderr)
-            try:
-                return run_sweep(
-                    chosen, results_dir, workers=chosen_workers, progress=bar, budget=budget
-                )
-            finally:
-                bar.close()
-
+    def run_harness(chosen: list) -> list[dict]:
+        bar = ProgressBar(sys.stderr)
         try:
-            return gated_sweep(specs, harness, say)
+            return run_sweep(
+                chosen, results_dir, workers=chosen_workers, progress=bar, budget=budget
+            )
+        finally:
+            bar.close()
+
+    def run(specs: list) -> list[dict]:
+        try:
+            return gated_sweep(specs, harness or run_harness, say)
         except ReferenceFailed as failure:
             raise UserError(str(failure).splitlines()[0]) from None
 

@@ -22,8 +22,21 @@ from experiments.adaptive import Schedule, adaptive_sweep
 from experiments.strength.axes import Axis
 from experiments.strength.bisect import Search, first_showing, weakest
 from experiments.symptoms import EFFECT_Z, spread_floor
+from experiments.symptoms.sequential import Decision
 
 Rows = list[dict[str, Any]]
+# A setting answers two questions, each from its own indicators of the sequential rule
+# (experiments.symptoms.sequential): "shows in the outcome" from the severity levels
+# (``>=degrades``, ...: the measured severity), "shows in a symptom" from the labels. A
+# setting only one search asks about is sampled until that question's indicators are
+# decided: each indicator's test (and its error rates) is the same, the seeds that only
+# the other question's indicators would have asked for are not run.
+BOTH = "both"
+QUESTIONS = {
+    "outcome": frozenset({"outcome"}),
+    "symptom": frozenset({"symptom"}),
+    BOTH: frozenset({"outcome", "symptom"}),
+}
 METRICS = ("holdout_metric", "val_metric_final")  # the outcome's number, as the catalog's
 
 
@@ -76,12 +89,17 @@ class Evaluator:
         self.results_dir, self.n_classes = Path(results_dir), n_classes
         self.schedule, self.say = schedule or Schedule(), say
         self.points: dict[str, Point] = {}
+        self.asked: dict[str, frozenset[str]] = {}  # spec -> the questions it was sampled for
         self.band: Band | None = None
 
-    def __call__(self, axis: Axis, value: Any) -> Point:
+    def __call__(self, axis: Axis, value: Any, question: str = BOTH) -> Point:
+        """The setting's point, sampled until ``question`` (``outcome``, ``symptom`` or
+        both) is decided; a setting asked again for another question samples on."""
         spec = axis.spec(value)
-        if spec not in self.points:
-            self.points[spec] = self._evaluate(axis, value, spec)
+        wanted = self.asked.get(spec, frozenset()) | QUESTIONS[question]
+        if spec not in self.points or wanted != self.asked[spec]:
+            self.asked[spec] = wanted
+            self.points[spec] = self._evaluate(axis, value, spec, wanted)
             point = self.points[spec]
             self.say(
                 f"{spec}: {point.measured} ({point.n_seeds} seeds, {point.stopped}); "
@@ -89,7 +107,7 @@ class Evaluator:
             )
         return self.points[spec]
 
-    def _evaluate(self, axis: Axis, value: Any, spec: str) -> Point:
+    def _evaluate(self, axis: Axis, value: Any, spec: str, questions: frozenset[str]) -> Point:
         from experiments.catalog import build_tables, load_runs, stopping_decisions
 
         def runs_of(rows: Rows):
@@ -101,7 +119,10 @@ class Evaluator:
             specs,
             self.seeds,
             self.run,
-            lambda rows: stopping_decisions(runs_of(rows)),
+            lambda rows: {
+                key: answered(decision, questions)
+                for key, decision in stopping_decisions(runs_of(rows)).items()
+            },
             self.schedule,
         )
         tables = build_tables(runs_of(rows))
@@ -115,11 +136,15 @@ class Evaluator:
         )
         measured = str(row.get("measured"))
         symptoms = row.get("symptoms") if isinstance(row.get("symptoms"), str) else ""
+        stopped = str(row.get("stopped"))
+        if not row.get("decided") and questions != QUESTIONS[BOTH]:
+            (only,) = questions
+            stopped += f" (the {only} is decided)"
         return Point(
             value=value,
             spec=spec,
             n_seeds=int(row.get("n_seeds") or 0),
-            stopped=str(row.get("stopped")),
+            stopped=stopped,
             measured=measured,
             outcome=str(row.get("outcome")),
             symptoms=symptoms,
@@ -129,12 +154,14 @@ class Evaluator:
         )
 
 
-def search(axis: Axis, evaluate: Callable[[Axis, Any], Point], steps: int) -> Result:
+def search(axis: Axis, evaluate: Callable[[Axis, Any, str], Point], steps: int) -> Result:
     """The weakest setting that shows in the outcome, and the one that shows in a symptom."""
 
     def along(attribute: str) -> Search:
+        question = attribute.removeprefix("shows_")
+
         def shows(value: Any) -> bool:
-            return getattr(evaluate(axis, value), attribute)
+            return getattr(evaluate(axis, value, question), attribute)
 
         if not axis.numeric:
             return first_showing(shows, axis.values)
@@ -146,6 +173,21 @@ def search(axis: Axis, evaluate: Callable[[Axis, Any], Point], steps: int) -> Re
     points = getattr(evaluate, "points", {})
     band = getattr(evaluate, "band", None)
     return Result(axis, outcome, symptom, list(points.values()), band)
+
+
+def answered(decision: Decision, questions: frozenset[str]) -> Decision:
+    """Decided for these questions: no open indicator of theirs (and the minimum seeds)."""
+    if decision.decided or "min_seeds" in decision.undecided:
+        return decision
+    open_ = [name for name in decision.undecided if _question_of(name) in questions]
+    if open_:
+        return decision
+    return Decision(True, decision.reason, decision.undecided)
+
+
+def _question_of(indicator: str) -> str:
+    """``>=degrades 2/5`` is a severity level (the outcome); any other a label."""
+    return "outcome" if indicator.startswith(">=") else "symptom"
 
 
 def _rounded(axis: Axis, value: Any) -> Any:

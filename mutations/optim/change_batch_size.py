@@ -164,7 +164,11 @@ class ChangeBatchSize(Swap):
         if value is not None:
             return number_literal(max(1, int(value * factor)), integer=True)
         if factor >= 1:
-            return _times(size, factor)
+            if factor == int(factor):
+                return _times(size, factor)
+            # A non-integral factor (a strength search's x1.99) must still give an int.
+            grown = cst.BinaryOperation(as_factor(size), cst.Multiply(), factor_literal(factor))
+            return cst.Call(cst.Name("int"), [cst.Arg(grown)])
         divisor = 1 / factor
         if abs(divisor - round(divisor)) < 1e-9:  # x0.125 reads best as // 8
             smaller: cst.BaseExpression = cst.BinaryOperation(
