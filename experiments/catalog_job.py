@@ -254,6 +254,7 @@ def catalog_main(argv: Sequence[str]) -> int:
     except ReferenceFailed as failure:
         print(f"[trainwreck] {failure}", file=sys.stderr)
         return 1
+    strength_failed = False
     if profile.strength if args.strength is None else args.strength:
         from experiments.strength.catalog_pass import strength_pass
 
@@ -264,7 +265,18 @@ def catalog_main(argv: Sequence[str]) -> int:
             return [*own, *args.overrides]
 
         searched = strength_loops(profile, loops, args.strength_loops)
-        strength_pass(searched, overrides_of, args.workers, len(seeds), say, shard=shard)
+        if shard is None and not gpus and workers > 1:
+            from experiments.strength.catalog_pass import parallel_strength_pass
+
+            failed = parallel_strength_pass(searched, overrides_of, workers, len(seeds), say)
+            if failed:
+                say(
+                    f"strength pass: {failed} of {workers} processes failed (the error is "
+                    "above); the catalog shows the searches that finished"
+                )
+                strength_failed = True
+        else:
+            strength_pass(searched, overrides_of, args.workers, len(seeds), say, shard=shard)
     if shard is not None:
         # A shard's tables would hold its mutants only, and shards may share a folder: the
         # catalog is written once, by the unsharded command, from the cache.
@@ -274,7 +286,8 @@ def catalog_main(argv: Sequence[str]) -> int:
             "without --shard writes the catalog (its runs come from the cache)"
         )
         return 0
-    return _write(results_dir, rows, n_classes, started)
+    written = _write(results_dir, rows, n_classes, started)
+    return written or int(strength_failed)
 
 
 def strength_loops(profile: Profile, loops: Sequence[str], given: str | None) -> tuple[str, ...]:

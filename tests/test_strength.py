@@ -3,6 +3,7 @@
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,45 @@ def test_batch_size_settings_between_the_declared_ones_stay_integers(factor):
     namespace["make"](None, 64)
     assert isinstance(seen["batch_size"], int)
     assert seen["batch_size"] == max(1, int(64 * factor))
+
+
+def _fake_searches(monkeypatch, log: Path, fail_on: str | None = None) -> None:
+    """``prepare``/``search_and_store`` that only note which (loop, axis) ran, from
+    whichever process ran it (no training)."""
+    from experiments.strength import catalog_pass
+
+    def prepare(loop, axis, overrides, workers, max_seeds, harness):
+        if f"{loop}/{axis.operator}/{axis.direction}" == fail_on:
+            raise RuntimeError("search broke")
+        with log.open("a") as out:
+            out.write(f"{loop}/{axis.operator}/{axis.direction} workers={workers}\n")
+        return loop
+
+    monkeypatch.setattr(catalog_pass, "prepare", prepare)
+    monkeypatch.setattr(catalog_pass, "search_and_store", lambda session, loop, steps: (0, 0, 0))
+    monkeypatch.setattr(catalog_pass, "summary_line", lambda result: "fake")
+
+
+def test_the_parallel_strength_pass_runs_every_search_once_one_run_at_a_time(monkeypatch, tmp_path):
+    from experiments.strength.catalog_pass import parallel_strength_pass, strength_pass
+
+    serial, parallel = tmp_path / "serial.txt", tmp_path / "parallel.txt"
+    loops = ("mlp_digits", "binary_cancer")
+    _fake_searches(monkeypatch, serial)
+    strength_pass(loops, lambda loop: [], 2, 20, lambda note: None)
+    _fake_searches(monkeypatch, parallel)
+    assert parallel_strength_pass(loops, lambda loop: [], 2, 20, lambda note: None) == 0
+    ran = parallel.read_text().splitlines()
+    assert sorted(line.split()[0] for line in ran) == sorted(
+        line.split()[0] for line in serial.read_text().splitlines()
+    )
+    assert len(ran) == 2 * len(AXES)
+    assert {line.split()[1] for line in ran} == {"workers=1"}  # 2 processes x 1 run
+
+
+def test_a_failing_strength_process_is_counted_not_hidden(monkeypatch, tmp_path, capfd):
+    from experiments.strength.catalog_pass import parallel_strength_pass
+
+    _fake_searches(monkeypatch, tmp_path / "log.txt", fail_on="mlp_digits/scale_lr/up")
+    assert parallel_strength_pass(("mlp_digits",), lambda loop: [], 2, 20, lambda n: None) == 1
+    assert "search broke" in capfd.readouterr().err

@@ -3,6 +3,9 @@ site in (profile option ``strength``; off in the quick profile, which stays fast
 
 from __future__ import annotations
 
+import os
+import sys
+import traceback
 from collections.abc import Callable, Sequence
 
 from experiments.cli_support import UserError
@@ -27,29 +30,73 @@ def strength_pass(
     store: bool = True,
     shard: tuple[int, int] | None = None,
     steps: int = CATALOG_STEPS,
+    part: tuple[int, int] | None = None,
 ) -> int:
     """Search every (loop, axis); returns how many searches ran. A loop without a site
     for an operator is skipped, as the catalog has no row for it either. ``harness`` and
     ``store=False``: a benchmark's replay from stored runs, writing nothing. ``shard``
-    (index, count): only the searches of that shard (split by loop and axis)."""
+    (index, count): only the searches of that shard (split by loop and axis). ``part``
+    (index, count): every count-th search from the index-th, for processes of one command
+    that share the pass (``parallel_strength_pass``)."""
     from experiments.adaptive import shard_of
 
     done = 0
-    for loop in loops:
-        for axis in AXES:
-            name = f"{loop}/{axis.operator}/{axis.direction}"
-            if shard is not None and shard_of(name, shard[1]) != shard[0]:
+    for number, (loop, axis) in enumerate((loop, axis) for loop in loops for axis in AXES):
+        name = f"{loop}/{axis.operator}/{axis.direction}"
+        if shard is not None and shard_of(name, shard[1]) != shard[0]:
+            continue
+        if part is not None and number % part[1] != part[0]:
+            continue
+        try:
+            session = prepare(loop, axis, overrides_of(loop), workers, max_seeds, harness)
+        except UserError as error:
+            if "has no site" in str(error):
                 continue
-            try:
-                session = prepare(loop, axis, overrides_of(loop), workers, max_seeds, harness)
-            except UserError as error:
-                if "has no site" in str(error):
-                    continue
-                raise
-            if store:
-                _, result, _ = search_and_store(session, loop, steps)
-            else:
-                result = session.search(steps)
-            say(f"strength {loop}: {summary_line(result)}")
-            done += 1
+            raise
+        if store:
+            _, result, _ = search_and_store(session, loop, steps)
+        else:
+            result = session.search(steps)
+        say(f"strength {loop}: {summary_line(result)}")
+        done += 1
     return done
+
+
+def parallel_strength_pass(
+    loops: Sequence[str],
+    overrides_of: Callable[[str], list[str]],
+    workers: int,
+    max_seeds: int,
+    say: Callable[[str], None],
+    steps: int = CATALOG_STEPS,
+) -> int:
+    """The pass split over ``workers`` forked processes of this (warm) one, each running
+    its part of the searches one run at a time: a search samples 2-3 runs per round, so a
+    single search keeps one of two workers waiting (the pass took 171 s of wall for ~120 s
+    of runs on 2 workers, docs/benchmarks.md #16). Results go to the same folders as
+    ``strength_pass``'s (one file per search, runs through the cache's locks). Returns how
+    many processes failed."""
+    if workers < 2:
+        strength_pass(loops, overrides_of, workers, max_seeds, say, steps=steps)
+        return 0
+    children = []
+    for index in range(workers):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's exit status is what the parent checks
+            status = 1
+            try:
+                strength_pass(
+                    loops, overrides_of, 1, max_seeds, say, steps=steps, part=(index, workers)
+                )
+                status = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stderr.flush()
+                os._exit(status)
+        children.append(pid)
+    failed = 0
+    for pid in children:
+        _, status = os.waitpid(pid, 0)
+        failed += os.waitstatus_to_exitcode(status) != 0
+    return failed
