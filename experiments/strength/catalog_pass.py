@@ -4,6 +4,7 @@ site in (profile option ``strength``; off in the quick profile, which stays fast
 from __future__ import annotations
 
 import os
+import struct
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -30,14 +31,14 @@ def strength_pass(
     store: bool = True,
     shard: tuple[int, int] | None = None,
     steps: int = CATALOG_STEPS,
-    part: tuple[int, int] | None = None,
+    only: int | None = None,
 ) -> int:
     """Search every (loop, axis); returns how many searches ran. A loop without a site
     for an operator is skipped, as the catalog has no row for it either. ``harness`` and
     ``store=False``: a benchmark's replay from stored runs, writing nothing. ``shard``
-    (index, count): only the searches of that shard (split by loop and axis). ``part``
-    (index, count): every count-th search from the index-th, for processes of one command
-    that share the pass (``parallel_strength_pass``)."""
+    (index, count): only the searches of that shard (split by loop and axis). ``only``: the
+    search of that number (loops x axes, in order), for the processes of one command that
+    share the pass (``parallel_strength_pass``)."""
     from experiments.adaptive import shard_of
 
     done = 0
@@ -45,7 +46,7 @@ def strength_pass(
         name = f"{loop}/{axis.operator}/{axis.direction}"
         if shard is not None and shard_of(name, shard[1]) != shard[0]:
             continue
-        if part is not None and number % part[1] != part[0]:
+        if only is not None and number != only:
             continue
         try:
             session = prepare(loop, axis, overrides_of(loop), workers, max_seeds, harness)
@@ -71,23 +72,28 @@ def parallel_strength_pass(
     steps: int = CATALOG_STEPS,
 ) -> int:
     """The pass split over ``workers`` forked processes of this (warm) one, each running
-    its part of the searches one run at a time: a search samples 2-3 runs per round, so a
-    single search keeps one of two workers waiting (the pass took 171 s of wall for ~120 s
-    of runs on 2 workers, docs/benchmarks.md #16). Results go to the same folders as
-    ``strength_pass``'s (one file per search, runs through the cache's locks). Returns how
-    many processes failed."""
+    one run at a time: a search samples 2-3 runs per round, so a single search keeps one of
+    two workers waiting (docs/benchmarks.md #16). The processes take the next search from
+    a shared queue (a pipe holding every search's number, read a record at a time: reads
+    this small are atomic), so a long search does not hold the others back. Results go
+    where ``strength_pass``'s go (one file per search, runs through the cache's locks).
+    Returns how many processes failed."""
     if workers < 2:
         strength_pass(loops, overrides_of, workers, max_seeds, say, steps=steps)
         return 0
+    total = len(loops) * len(AXES)
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"".join(struct.pack("<I", number) for number in range(total)))
+    os.close(write_end)
     children = []
-    for index in range(workers):
+    for _ in range(workers):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's exit status is what the parent checks
             status = 1
             try:
-                strength_pass(
-                    loops, overrides_of, 1, max_seeds, say, steps=steps, part=(index, workers)
-                )
+                while record := os.read(read_end, 4):
+                    (number,) = struct.unpack("<I", record)
+                    strength_pass(loops, overrides_of, 1, max_seeds, say, steps=steps, only=number)
                 status = 0
             except BaseException:
                 traceback.print_exc()
@@ -95,6 +101,7 @@ def parallel_strength_pass(
                 sys.stderr.flush()
                 os._exit(status)
         children.append(pid)
+    os.close(read_end)
     failed = 0
     for pid in children:
         _, status = os.waitpid(pid, 0)
