@@ -226,3 +226,16 @@ def test_a_failing_strength_process_is_counted_not_hidden(monkeypatch, tmp_path,
     _fake_searches(monkeypatch, tmp_path / "log.txt", fail_on="mlp_digits/scale_lr/up")
     assert parallel_strength_pass(("mlp_digits",), lambda loop: [], 2, 20, lambda n: None) == 1
     assert "search broke" in capfd.readouterr().err
+
+
+def test_ctrl_c_in_a_strength_process_ends_it_without_a_traceback(monkeypatch, tmp_path, capfd):
+    from experiments.strength import catalog_pass
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    _fake_searches(monkeypatch, tmp_path / "log.txt")
+    monkeypatch.setattr(catalog_pass, "prepare", interrupted)
+    failed = catalog_pass.parallel_strength_pass(("mlp_digits",), lambda loop: [], 2, 20, print)
+    assert failed == 2
+    assert "Traceback" not in capfd.readouterr().err

@@ -3,6 +3,7 @@ site in (profile option ``strength``; off in the quick profile, which stays fast
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import sys
@@ -95,6 +96,8 @@ def parallel_strength_pass(
                     (number,) = struct.unpack("<I", record)
                     strength_pass(loops, overrides_of, 1, max_seeds, say, steps=steps, only=number)
                 status = 0
+            except KeyboardInterrupt:
+                status = 130  # Ctrl-C reached the whole group: the parent says it once
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -103,7 +106,13 @@ def parallel_strength_pass(
         children.append(pid)
     os.close(read_end)
     failed = 0
-    for pid in children:
-        _, status = os.waitpid(pid, 0)
-        failed += os.waitstatus_to_exitcode(status) != 0
+    try:
+        for pid in children:
+            _, status = os.waitpid(pid, 0)
+            failed += os.waitstatus_to_exitcode(status) != 0
+    except KeyboardInterrupt:
+        for pid in children:  # they got the same SIGINT; leave no process behind
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        raise
     return failed
