@@ -16,13 +16,12 @@ Config groups (``configs/`` holds the yaml, the schemas below validate it):
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 from experiments import interrupt
 
-if __name__ == "__main__":  # Ctrl-C while Hydra, omegaconf, torch load: exit 130 at once
-    interrupt.while_loading()
+if __name__ == "__main__":  # Ctrl-C or SIGTERM while Hydra, omegaconf, torch load
+    interrupt.install()
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -349,19 +348,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ``argv`` are Hydra overrides (and flags such as ``-m``)."""
     if argv is not None:
         sys.argv = [sys.argv[0] if sys.argv else "experiments.run", *argv]
-    previous = signal.getsignal(signal.SIGINT)
-    interrupt.while_loading()  # until the runner's warm parent is ready (interrupt.ready)
-    try:
-        error = precheck(sys.argv[1:])
-        if error is not None:  # Hydra would print several lines and exit 1
-            print(f"[trainwreck] configuration error: {error}", file=sys.stderr)
-            raise SystemExit(2)
-        app()
-    except KeyboardInterrupt:  # the runner already ended every run; no traceback
-        print("[trainwreck] interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:  # an in-process caller (``trainwreck sweep`` in a test) gets its handler back
-        signal.signal(signal.SIGINT, previous)
+    with interrupt.handling():
+        try:
+            error = precheck(sys.argv[1:])
+            if error is not None:  # Hydra would print several lines and exit 1
+                print(f"[trainwreck] configuration error: {error}", file=sys.stderr)
+                raise SystemExit(2)
+            app()
+        except KeyboardInterrupt as stop:  # the runner already ended every run; no traceback
+            print("[trainwreck] interrupted", file=sys.stderr)
+            raise SystemExit(interrupt.exit_status(stop)) from None
 
 
 def precheck(args: Sequence[str]) -> str | None:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments import interrupt
 from experiments.harness import pool, reach, reaper, seal, store, workdir
 from experiments.harness import status as rules
 from experiments.harness.child import NONCE_ENV, SPEC_FILE, STDERR_FILE, STDOUT_FILE, run_forked
@@ -311,7 +310,6 @@ class Runner:
         try:
             if method == "fork":
                 warm_up()
-                interrupt.ready()  # loaded: Ctrl-C raises again, and the runs are ended
                 started = time.monotonic()
                 reusable = self.reuse > 1 and gpu is None and spec.device == "cpu"
                 job = {**config, "nonce": nonce, "reuse": self.reuse if reusable else 1}
@@ -321,7 +319,6 @@ class Runner:
                 else:
                     pid, worker = self._fork(job, main_source, lock, gpu, reusable)
             else:
-                interrupt.ready()
                 started = time.monotonic()
                 process = _spawn(folder, {**child_environment(gpu), NONCE_ENV: nonce})
                 pid = process.pid
