@@ -29,7 +29,6 @@ MUTANTS = (
     ("nan", "toy.py::train::no_such_operator#0", ("no_such_operator",)),
 )
 STEPS = 120
-BEHAVIOURS_MIX = ("flat", "diverge", "healthy", "slow", "nan", "crash_start", "spiky")
 N_RUNS = len(REFERENCE_SEEDS) * (1 + len(MUTANTS)) + len(NOOP_SEEDS)
 
 
