@@ -19,6 +19,12 @@ runs' deadlines. trainwreck is a command a person stops on purpose, so both sign
 always taken over, whatever disposition was inherited; only a handler a caller installed
 itself (an in-process caller) is left alone, and ``handling`` gives it back afterwards.
 
+A raise can be swallowed: a signal that lands in an at-fork callback, a ``__del__`` or a
+weakref callback ("Exception ignored in: ...", seen when Ctrl-C met the runner's fork of a
+run, logging's at-fork lock release taking the KeyboardInterrupt). So the handler also
+remembers the signal, and loops that go on for long (the runner's) call ``check``, which
+raises it again.
+
 Standard library only: installed before anything heavy is imported.
 """
 
@@ -53,12 +59,27 @@ def _importing(frame: FrameType | None) -> bool:
     return False
 
 
+_pending: int | None = None  # a signal taken and not yet seen through to the end
+
+
+def _raise(number: int) -> None:
+    raise Terminated if number == signal.SIGTERM else KeyboardInterrupt
+
+
+def check() -> None:
+    """Raise the signal taken earlier whose exception was swallowed on its way."""
+    if _pending is not None:
+        _raise(_pending)
+
+
 def _stop(number: int, frame: FrameType | None) -> None:
+    global _pending
+    _pending = number
     if _importing(frame):
         sys.stderr.write("[trainwreck] interrupted\n")
         sys.stderr.flush()
         os._exit(TERMINATED if number == signal.SIGTERM else INTERRUPTED)
-    raise Terminated if number == signal.SIGTERM else KeyboardInterrupt
+    _raise(number)
 
 
 # Dispositions nobody chose for this command: Python's own, the default, an inherited
@@ -77,11 +98,14 @@ def install() -> None:
 def handling() -> Iterator[None]:
     """``install`` for one command; the dispositions the process had before come back
     afterwards, so an in-process caller (a test) keeps its own."""
+    global _pending
     previous = {number: signal.getsignal(number) for number in SIGNALS}
+    _pending = None
     install()
     try:
         yield
     finally:
+        _pending = None
         for number, handler in previous.items():
             if handler is not None:
                 signal.signal(number, handler)

@@ -42,7 +42,10 @@ class Stopped:
         lines = [line for line in self.stderr.strip().splitlines() if line.strip()]
         last = lines[-1] if lines else ""
         left = f", {len(self.leftovers)} process(es) left" if self.leftovers else ""
-        return f"exit {self.code} after {self.seconds:.1f} s{left}, last line: {last[:200]}"
+        said = f"exit {self.code} after {self.seconds:.1f} s{left}, last line: {last[:200]}"
+        if "Traceback" in self.stderr or "Exception ignored" in self.stderr:
+            said += "\n--- stderr ---\n" + self.stderr[-4000:]
+        return said
 
 
 def start(args: list[str], cwd: Path, sigint: str = "ignored", module: str = "experiments.cli"):

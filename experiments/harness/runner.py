@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments import interrupt
 from experiments.harness import pool, reach, reaper, seal, store, workdir
 from experiments.harness import status as rules
 from experiments.harness.child import NONCE_ENV, SPEC_FILE, STDERR_FILE, STDOUT_FILE, run_forked
@@ -201,6 +202,7 @@ class Runner:
     def _run_all(self, specs: list[RunSpec], deadlines: dict[Any, float]) -> None:
         queue = deque(specs)
         while queue or self._active:
+            interrupt.check()  # a Ctrl-C whose KeyboardInterrupt a fork callback swallowed
             blocked: list[RunSpec] = []
             while queue and len(self._active) < self.workers:
                 spec = queue.popleft()
