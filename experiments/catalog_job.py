@@ -21,6 +21,7 @@ from typing import Any
 
 from experiments.cli_support import Parser, UserError
 from experiments.loops import loop_names
+from experiments.progress import ProgressBar
 from experiments.symptoms.sequential import MAX_SEEDS, MIN_SEEDS
 
 SWEEP_FILE = "sweep.json"  # in the catalog folder: the runs this catalog was built from
@@ -477,48 +478,3 @@ def _print_summary(summary) -> None:
         + f"[trainwreck] wrote {summary.out_dir}/ (symptoms.md, study.md, report.html, runs.parquet, ...)",
         file=sys.stderr,
     )
-
-
-class ProgressBar:
-    """``[#####.....] 120/300 runs  cached 80  not ok 12  ETA 1m05s`` on one line (a line per
-    10% when stderr is not a terminal, so logs stay readable)."""
-
-    def __init__(self, stream) -> None:
-        self.stream = stream
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-        self.started = time.monotonic()
-        self.last_decile = -1
-        self.fresh_started: float | None = None
-
-    def __call__(self, done: int, total: int, cached: int, failed: int) -> None:
-        elapsed = time.monotonic() - self.started
-        trained = done - cached
-        eta = ""
-        if trained > 0 and done < total:
-            per_run = elapsed / trained
-            eta = f"  ETA {_duration(per_run * (total - done))}"
-        width = 30
-        filled = int(width * done / max(total, 1))
-        line = (
-            f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs"
-            f"  cached {cached}  not ok {failed}{eta}"
-        )
-        if self.tty:
-            self.stream.write("\r" + line.ljust(90))
-            self.stream.flush()
-        else:
-            decile = 10 * done // max(total, 1)
-            if decile != self.last_decile or done == total:
-                self.last_decile = decile
-                self.stream.write(line + "\n")
-                self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _duration(seconds: float) -> str:
-    minutes, seconds = divmod(int(seconds), 60)
-    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"

@@ -37,8 +37,8 @@ def prepare(
     """``harness`` replaces the harness (``run_sweep``): a benchmark answers from stored runs."""
     from experiments import sweep as sweeps
     from experiments.budgets import runner_budget
-    from experiments.catalog_job import ProgressBar
     from experiments.harness import run_sweep
+    from experiments.progress import ProgressBar
     from experiments.reference_gate import ReferenceFailed, gated_sweep
     from experiments.run import _workers, compose, one_line, to_sweep
 
