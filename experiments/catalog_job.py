@@ -383,8 +383,9 @@ def _plan(loops, seeds, noop_seeds, args, epochs):
     """RunSpecs for every loop (mutants on ``seeds``, unmutated on both seed sets)."""
     from experiments import sweep as sweeps
     from experiments.budgets import runner_budget
+    from experiments.compose import compose, one_line, to_sweep
     from experiments.harness.gpu import spreads_over_gpus, visible_gpus
-    from experiments.run import _workers, check_device, compose, one_line, to_sweep
+    from experiments.resources import check_device, workers_for
 
     specs, n_classes = [], {}
     cfg = None
@@ -421,7 +422,7 @@ def _plan(loops, seeds, noop_seeds, args, epochs):
         raise CatalogError(str(error)) from None
     gpus = visible_gpus() if spreads_over_gpus(cfg.device.name) else None
     budget = runner_budget(cfg.budget)
-    workers = args.workers or _workers(cfg, gpus)
+    workers = args.workers or workers_for(cfg, gpus)
     n_classes = {name: value for name, value in n_classes.items() if value}
     runs_per_gpu, reuse = int(cfg.budget.runs_per_gpu), int(cfg.budget.reuse)
     return specs, Path(cfg.results_dir), n_classes, workers, budget, gpus, runs_per_gpu, reuse
