@@ -21,7 +21,8 @@ from experiments.trace import RESULT_FILE, TRACE_FILE
 
 Curve = tuple[np.ndarray, np.ndarray]  # (steps, values)
 SIGNATURE_CACHE = ".signature-cache.json"
-# Bump when the cached curves change meaning; edits to signature.py invalidate on their own.
+# Bump when the cached curves change meaning; edits to experiments/signature/ invalidate on
+# their own.
 SIGNATURE_VERSION = 1
 
 
@@ -29,8 +30,10 @@ SIGNATURE_VERSION = 1
 def _code_version() -> str:
     """Digest of the code a cached signature depends on, so an edit invalidates the cache."""
     digest = hashlib.sha256(str(SIGNATURE_VERSION).encode())
-    for module in (signature_module, trace_module):
-        digest.update(Path(module.__file__).read_bytes())
+    # Every module of the signature package, and the trace reader.
+    sources = sorted(Path(signature_module.__file__).parent.glob("*.py"))
+    for path in [*sources, Path(trace_module.__file__)]:
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
