@@ -263,13 +263,13 @@ def _bench(argv: Sequence[str]) -> int:
 
 
 def _catalog(argv: Sequence[str]) -> int:
-    from experiments.catalog_job import catalog_main
+    from experiments.catalog.job import catalog_main
 
     return guarded("trainwreck catalog", catalog_main, argv)
 
 
 def _report(argv: Sequence[str]) -> int:
-    from experiments.catalog_job import report_main
+    from experiments.catalog.report_cmd import report_main
 
     return guarded("trainwreck report", report_main, argv)
 

@@ -149,8 +149,8 @@ def _score(argv: list[str]) -> int:
     from experiments.bench import leaderboard, score
     from experiments.bench.api import get_detector
     from experiments.bench.corpus import reference_loops, run_cases, source_cases
-    from experiments.bench.progress import progress_printer
     from experiments.bench.styles import style_cases
+    from experiments.progress import progress_printer
 
     options = _options(args.option)
     try:

@@ -44,6 +44,9 @@ from typing import Any
 OOM_MESSAGES = ("can't allocate memory", "out of memory", "cannot allocate memory")
 KILL_SIGNALS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 MESSAGE_LIMIT = 2000
+# The statuses of a run that trained to its end: the rest count as "not ok" in progress,
+# and only these give a reference wall time to derive its group's deadline from.
+OK_STATUSES = ("ok", "nan")
 
 
 def trained(counters: dict[str, Any]) -> bool:
