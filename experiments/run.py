@@ -76,6 +76,9 @@ class LoopConfig:
     # "module:function" the harness runs on the trained model after the script ends (its
     # own data and metric, code the mutant cannot touch); null: the script's val metric.
     holdout: str | None = None
+    # A regex with named groups val_loss / val_metric (optional train_loss, step, epoch)
+    # read in the script's printed and logged lines (docs/own-script.md).
+    metrics: str | None = None
 
 
 @dataclass
@@ -173,6 +176,7 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
         mutate=tuple(str(entry) for entry in loop_cfg.mutate),
         flag_style=loop_cfg.flag_style,
         holdout=loop_cfg.holdout,
+        metrics=loop_cfg.metrics,
     )
     seeds = list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
     return sweeps.Sweep(
