@@ -48,6 +48,7 @@ def start(writer: Writer, pattern: str | None = None) -> Collector:
     collector.flushers.append(lambda: libraries.flush_lightning(collector))
     if os.environ.get("WANDB_MODE", "").lower() not in OFFLINE_MODES:
         os.environ["WANDB_MODE"] = "offline"  # never the network, whatever the shell says
+    libraries.fresh_logging()
     libraries.patch_logging()
     collector.activate()
     finder = PatchOnImport(libraries.PATCHES, collector.error)

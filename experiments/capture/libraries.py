@@ -217,6 +217,18 @@ def patch_logging() -> None:
     wrap(logging.Logger, "callHandlers", call_handlers)
 
 
+def fresh_logging() -> None:
+    """The root logger as a fresh interpreter has it. A forked run inherits the parent's
+    (Hydra's console and file handlers, pytest's capture), and with a handler in place
+    the script's ``logging.basicConfig(level=logging.INFO)`` does nothing: its
+    ``logger.info`` lines would be dropped, neither shown nor captured."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)  # not closed: they are the parent's
+    root.setLevel(logging.WARNING)
+    logging.disable(logging.NOTSET)
+
+
 PATCHES = {
     "torch.utils.tensorboard.writer": patch_summary_writer,
     "tensorboardX.writer": patch_summary_writer,

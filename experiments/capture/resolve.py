@@ -136,7 +136,7 @@ def _records(
             record = by_event.setdefault(group, _frame(event, series.split))
             _companions(record, event, series.split)
             scaled = number.value if number.scale == FRACTION else number.value / divisor
-            record[target] = scaled
+            record[target] = float(f"{scaled:.12g}")  # 91.5 / 100 is 0.915, not 0.91500000001
             record["names"][target] = number.name
             if target == "val_metric":
                 record["val_metric_kind"] = number.kind
