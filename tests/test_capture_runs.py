@@ -139,6 +139,14 @@ def test_a_bad_loop_metrics_fails_when_the_sweep_is_built():
         build(Sweep(loops=[loop]))
 
 
+def test_a_process_that_serves_several_runs_captures_each(tmp_path):
+    specs = [spec(REPORTED, "logging_info", "--epochs", str(n)) for n in (1, 2)]
+    done = run_sweep(specs, tmp_path, workers=1, reuse=2)
+    assert [row["start_method"] for row in done] == ["fork", "reused"]
+    assert [len(reports(row)) for row in done] == [1, 2]
+    assert all(summary(row)["measured_by"]["val_loss"] == "logging" for row in done)
+
+
 # -- the structured loggers, with the real packages -----------------------------------------
 
 

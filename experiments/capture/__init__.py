@@ -42,9 +42,14 @@ __all__ = ["SOURCES", "Collector", "measured_by", "read_run", "start", "stop"]
 OFFLINE_MODES = ("offline", "disabled", "dryrun")
 
 
-def start(writer: Writer, pattern: str | None = None) -> Collector:
-    """Install the capture for one run; ``Collector.report`` is ``report()``'s sink."""
+def start(writer: Writer, pattern: str | None = None, observe: bool = True) -> Collector:
+    """Install the capture for one run; ``Collector.report`` is ``report()``'s sink.
+    ``observe=False`` (a run without telemetry, made to time the script): the sink alone,
+    no patches, nothing read at the end."""
     collector = Collector(writer, pattern)
+    if not observe:
+        collector.observe = False
+        return collector
     collector.flushers.append(lambda: libraries.flush_lightning(collector))
     if os.environ.get("WANDB_MODE", "").lower() not in OFFLINE_MODES:
         os.environ["WANDB_MODE"] = "offline"  # never the network, whatever the shell says

@@ -54,6 +54,7 @@ class Collector:
         self._logging = LineReader("logging", self.pattern)
         self.flushers: list[Any] = []  # callables that hand over what they still hold
         self.finder: Any = None  # the import hook installed for this run
+        self.observe = True  # False: report()'s sink only (a run without telemetry)
 
     def activate(self) -> None:
         global _active
@@ -110,6 +111,8 @@ class Collector:
         """Once the script is done: read its output files, write the resolved report
         records and the ``capture`` summary. Never raises (the end record must follow)."""
         self.deactivate()  # what runs after the script (the held-out evaluation) is not its
+        if not self.observe:
+            return
         try:
             for flush in self.flushers:
                 flush()

@@ -36,6 +36,9 @@ _HINT = re.compile(
     r"loss|acc|ppl|perplex|top|nll|xent|f1|auc|r2|bleu|map|iou|dice|mae|mse|err|wer|cer|bp[cb]|\bce\b",
     re.IGNORECASE,
 )
+# ... and one with no split word (val, valid, eval, test, dev) holds no evaluation's number:
+# most lines a training loop prints ("iter 250: loss 1.91") stop at these two searches.
+_SPLIT_HINT = re.compile(r"val|eval|test|dev", re.IGNORECASE)
 PATTERN_GROUPS = ("val_loss", "val_metric")
 
 
@@ -50,10 +53,13 @@ class LineReader:
 
     def read(self, line: str, at: float | None = None) -> Iterator[Event]:
         """The events of one line: the built-in reading's and the pattern's, if any."""
-        numbers = self._numbers(line) if _HINT.search(line) else []
-        kept = keep(numbers)
-        if kept:
-            yield Event(self.source, kept, self.step, self.epoch, at)
+        if _HINT.search(line):
+            if _SPLIT_HINT.search(line):
+                kept = keep(self._numbers(line))
+                if kept:
+                    yield Event(self.source, kept, self.step, self.epoch, at)
+            else:
+                self._counters(line)
         if self.pattern is not None:
             event = self._pattern_event(line, at)
             if event is not None:
@@ -89,6 +95,17 @@ class LineReader:
             name = " ".join(_WORD.findall(_key_text(segment))[-2:]) or key.kind
             numbers.append(Number(name, split, key.kind, key.higher_is_better, value, scale))
         return numbers
+
+    def _counters(self, line: str) -> None:
+        """Only the counters of a line that holds no evaluation (``iter 250: loss 1.9``)."""
+        cursor = 0
+        for match in _VALUE.finditer(line):
+            words = _words_before(line[cursor : match.start()])
+            cursor = match.end()
+            counter = keys.counter_of(words)
+            if counter is not None:
+                self._count(counter, match)
+                return
 
     def _count(self, counter: str, match: re.Match[str]) -> None:
         try:

@@ -210,7 +210,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
         telemetry.install()
     # Numbers the script reports itself, logs or prints (experiments/capture): hooks
     # installed before it starts; report() goes through them to be tagged with its source.
-    captured = reported.start(writer, config.get("metrics"))
+    captured = reported.start(writer, config.get("metrics"), observe=observed)
     telemetry_api.set_sink(captured.report)
     # -- held-out evaluation (experiments/harness/holdout.py): capture the trained model --
     capture = None
