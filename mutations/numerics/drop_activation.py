@@ -60,13 +60,18 @@ _FACTOR_OPERATORS = (cst.Multiply, cst.Divide, cst.Power, cst.MatrixMultiply)
 
 
 def _formula_factor(node: cst.Call, ctx: Context) -> bool:
-    """Is the activation's value multiplied, divided or raised inside the arithmetic
-    around it?"""
+    """Is the activation's value multiplied, divided or raised inside the arithmetic around
+    it (also through torch's own functions: Mish's softplus inside its tanh)?"""
     parent = ctx.parent(node)
-    while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
-        if isinstance(parent, cst.BinaryOperation) and isinstance(
-            parent.operator, _FACTOR_OPERATORS
-        ):
+    while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Arg)):
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            if not isinstance(call, cst.Call) or not resolve(call, ctx, strict=False).under(
+                "torch"
+            ):
+                return False
+            parent = call
+        elif isinstance(parent.operator, _FACTOR_OPERATORS):
             return True
         parent = ctx.parent(parent)
     return False
