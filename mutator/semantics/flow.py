@@ -13,11 +13,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from mutator.context import Context
-from mutator.semantics.cache import per_node
+from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.data import bound_target, is_data_loader
 from mutator.semantics.models import is_model
 from mutator.semantics.roles import drives_training, site_context
-from mutator.semantics.scope import is_parameter
+from mutator.semantics.scope import enclosing_function, is_parameter
 from mutator.semantics.syntax import callee_name, dotted_name, find_arg
 
 # Calls that hand their argument's items on unchanged: ``for i, b in enumerate(loader)``.
@@ -25,16 +25,55 @@ _ITEM_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange", "islic
 _DEPTH = 3
 
 
+def _is_read(name: cst.Name, ctx: Context) -> bool:
+    """A Name that reads a variable: not a target, parameter, attribute or keyword."""
+    parent = ctx.parent(name)
+    if isinstance(parent, (cst.Attribute)) and parent.attr is name:
+        return False
+    if isinstance(parent, (cst.Arg, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias)):
+        return isinstance(parent, cst.Arg) and parent.value is name
+    while isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+        parent = ctx.parent(parent)
+    return not isinstance(parent, (cst.AssignTarget, cst.For, cst.CompFor, cst.AsName)) or (
+        isinstance(parent, (cst.For, cst.CompFor)) and parent.target is not name
+    )
+
+
+@per_module
+def _reads_by_name(ctx: Context) -> dict[str, list[cst.Name]]:
+    found: dict[str, list[cst.Name]] = {}
+    for name in ctx.nodes(cst.Name):
+        if _is_read(name, ctx):  # type: ignore[arg-type]
+            found.setdefault(name.value, []).append(name)  # type: ignore[attr-defined,arg-type]
+    return found
+
+
+@per_node
+def _bound_in(function: cst.FunctionDef, ctx: Context) -> frozenset[str]:
+    """Names ``function`` binds itself: its parameters and plain targets."""
+    bound = {p.name.value for p in ctx.nodes_within(function.params, cst.Param)}  # type: ignore[attr-defined]
+    for name in ctx.nodes_within(function.body, cst.Name):
+        if enclosing_function(name, ctx) is function and not _is_read(name, ctx):  # type: ignore[arg-type]
+            bound.add(name.value)  # type: ignore[attr-defined]
+    return frozenset(bound)
+
+
 def _reads(name: cst.Name, ctx: Context) -> list[cst.CSTNode] | None:
-    """Every place that reads a value bound to ``name`` where ``name`` is (None: no scope)."""
-    scope = ctx.scope(name)
-    if scope is None:
-        return None
-    found: dict[int, cst.CSTNode] = {}
-    for assignment in scope[name.value]:
-        for access in getattr(assignment, "references", ()):
-            found.setdefault(id(access.node), access.node)
-    return list(found.values())
+    """The places that read the variable ``name`` binds: in its own function (or inner
+    functions that do not rebind it), or, for a module-level name, wherever no function
+    rebinds it. By name, not flow: every read of the name counts (cheaper than LibCST's
+    scope analysis, and the analyses here only ask where a value may go)."""
+    home = enclosing_function(name, ctx)
+    found = []
+    for read in _reads_by_name(ctx).get(name.value, []):
+        function = enclosing_function(read, ctx)
+        while function is not home and function is not None:
+            if name.value in _bound_in(function, ctx):
+                break  # a local of another function shadows it
+            function = enclosing_function(function, ctx)
+        if function is home:
+            found.append(read)
+    return found
 
 
 def _param_reads(function: cst.FunctionDef, name: str, ctx: Context) -> list[cst.CSTNode] | None:
