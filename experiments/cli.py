@@ -91,6 +91,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """One file as always; several files (``model.py train.py``): each in turn, identities
     naming each file relative to the first one's folder, ``--out`` one folder for all."""
     files = list(args.files)
+    if args.rejected and (args.diff or args.out or args.order != 1):
+        raise UserError("--rejected lists sites one per line: use it with --list alone")
     if len(files) == 1:
         args.file = files[0]
         return _mutate_file(args)
@@ -186,8 +188,6 @@ def _listing(path: str, group: Sequence) -> str:
 
 def _list_with_rejected(args: argparse.Namespace, source, operators: list) -> int:
     """The sites and, among them in line order, the places the engine rejected with why."""
-    if args.diff or args.out or args.order != 1:
-        raise UserError("--rejected lists sites one per line: use it with --list alone")
     survey = source.survey(operators)
     lines = [((site.line, site.column), _listing(args.file, (site,))) for site in survey.sites]
     lines += [((r.site.line, r.site.column), r.line(args.file)) for r in survey.rejected]

@@ -266,7 +266,11 @@ def test_mutate_list_rejected_prints_flake8_lines(capsys):
     )
 
 
-def test_mutate_rejected_takes_no_diff(capsys):
+def test_mutate_rejected_takes_no_diff_or_out(capsys, tmp_path):
     code = main(["mutate", str(GATE / "negative_split.py"), "--diff", "--rejected"])
     _, err = capsys.readouterr()
     assert code == 2 and "--rejected" in err and "Traceback" not in err
+    files = [str(GATE / "negative_split.py"), str(GATE / "reinforce.py")]
+    code = main(["mutate", *files, "--out", str(tmp_path / "out"), "--rejected"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--rejected" in err and not (tmp_path / "out").exists()

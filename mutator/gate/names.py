@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import functools
+import keyword
 from collections.abc import Iterator, Sequence
 
 import libcst as cst
@@ -140,6 +141,8 @@ def unbound_name(edits: Sequence[Edit], ctx: Context) -> str | None:
     for name, original in landed:
         if ctx.parent(name) is not None or name.value in reads.binds | everywhere:
             continue  # kept from the original, bound by the mutant, a builtin or a global
+        if keyword.iskeyword(name.value):
+            continue  # no name at all: the engine's compile check reports that rewrite
         if any(old.value == name.value for old in ctx.nodes_within(original, cst.Name)):
             continue
         if any(name.value in _local_names(f, ctx) for f in _functions_around(original, ctx)):
