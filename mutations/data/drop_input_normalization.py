@@ -6,8 +6,10 @@ import libcst as cst
 
 from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
+    code_of,
+    reaches_model,
     resolve,
     without_list_element,
 )
@@ -28,7 +30,8 @@ class DropInputNormalization(Operator):
     make the loss surface ill-conditioned: a larger initial loss, slower and noisier
     convergence, sometimes divergence at a learning rate tuned for normalized inputs.
     How much depends on the raw scale: features spanning 0.001..1000 hurt badly, while
-    BatchNorm after the first layer or pixels in 0..16 with Adam absorb it.
+    BatchNorm after the first layer or pixels in 0..16 with Adam absorb it. A
+    normalisation whose result no model reads (returns, advantages, targets) is no site.
     Fix: standardize inputs with training-set statistics. Check: print input
     statistics of the first batch (mean far from 0, std far from 1); an init-loss
     check and the loss curve against the reference.
@@ -89,6 +92,24 @@ class DropInputNormalization(Operator):
         "lr = base_lr / 10\n",
         "progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))\n",
         "avg = total / 16\n",
+        # REINFORCE: the returns weight the log-probabilities; no model reads them.
+        """
+            import torch
+
+            def finish_episode(policy, optimizer, rewards, log_probs, gamma=0.99, eps=1e-8):
+                returns, R = [], 0.0
+                for r in reversed(rewards):
+                    R = r + gamma * R
+                    returns.insert(0, R)
+                returns = torch.tensor(returns)
+                returns = (returns - returns.mean()) / (returns.std() + eps)
+                losses = []
+                for log_prob, ret in zip(log_probs, returns):
+                    losses.append(-log_prob * ret)
+                optimizer.zero_grad()
+                torch.stack(losses).sum().backward()
+                optimizer.step()
+        """,
     )
 
     def _outermost(self, node: cst.CSTNode, ctx: Context) -> bool:
@@ -109,7 +130,7 @@ class DropInputNormalization(Operator):
             return holder
         return None
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
             holder = self._transform_list(node, ctx)
             return None if holder is None else {holder: without_list_element(holder, node)}
@@ -117,4 +138,10 @@ class DropInputNormalization(Operator):
         # One site per set of statistics: dropping only some would be a train/val mismatch.
         if not group or group[0] is not node or not self._outermost(node, ctx):
             return None
-        return drop_normalizations([m for m in group if self._outermost(m, ctx)], ctx)
+        members = [m for m in group if self._outermost(m, ctx)]
+        if all(reaches_model(member, ctx) is False for member in members):
+            return NonSite(
+                f"`{code_of(node)}` normalises a value no model reads (a return, a target): "
+                "not the model's inputs"
+            )
+        return drop_normalizations(members, ctx)

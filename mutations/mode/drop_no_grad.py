@@ -5,12 +5,16 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     dedented_body,
     disables_grad,
     method_name,
+    resolve,
 )
+
+# Calls that build no autograd graph whatever the grad mode: printing, logging, ``.item()``.
+_GRAPHLESS_METHODS = frozenset({"item", "tolist", "append", "format", "write", "info", "log"})
 
 
 def _touches_parameters(root: cst.CSTNode, ctx: Context) -> bool:
@@ -31,6 +35,27 @@ def _touches_parameters(root: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
+def _grad_free_elsewhere(body: cst.CSTNode, ctx: Context) -> bool:
+    """Does ``body`` only call the script's functions that disable gradients themselves
+    (``@torch.no_grad()``), plus printing and logging? Then the block's own ``no_grad``
+    changes nothing."""
+    decorated = False
+    for call in ctx.nodes_within(body, cst.Call):
+        names = resolve(call.func, ctx).names  # type: ignore[attr-defined]
+        local = [n.removeprefix("<local>.") for n in names if n.startswith("<local>.")]
+        functions = [f for f in ctx.nodes(cst.FunctionDef) if [f.name.value] == local]  # type: ignore[attr-defined]
+        if len(functions) == 1 and any(
+            disables_grad(d.decorator, ctx)
+            for d in functions[0].decorators  # type: ignore[attr-defined]
+        ):
+            decorated = True
+        elif not (
+            any(n.startswith("builtins.") for n in names) or method_name(call) in _GRAPHLESS_METHODS  # type: ignore[arg-type]
+        ):
+            return False
+    return decorated
+
+
 class DropNoGrad(Swap):
     """Unwrap ``with torch.no_grad():`` (or ``torch.inference_mode()``,
     ``torch.set_grad_enabled(False)``) around evaluation, or delete ``@torch.no_grad()``.
@@ -40,7 +65,8 @@ class DropNoGrad(Swap):
     slower and uses much more memory (an out-of-memory error on a GPU with a large
     validation set, or memory growth if a loss tensor is accumulated without
     ``.item()``); metrics are unchanged. Blocks that edit weights in place are not sites
-    (without ``no_grad`` they raise instead). Fix: wrap evaluation in
+    (without ``no_grad`` they raise instead), and so are blocks that only call functions
+    decorated to disable gradients themselves (equivalent). Fix: wrap evaluation in
     ``with torch.no_grad():`` (or ``torch.inference_mode()``) or decorate the evaluation
     function. Check: memory watch during validation, or assert
     ``not torch.is_grad_enabled()`` / ``not out.requires_grad`` in the evaluation code.
@@ -155,7 +181,7 @@ class DropNoGrad(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if isinstance(node, cst.Decorator):
             function = ctx.parent(node)
             if not disables_grad(node.decorator, ctx) or _touches_parameters(function, ctx):
@@ -165,6 +191,10 @@ class DropNoGrad(Swap):
         kept = [item for item in node.items if not disables_grad(item.item, ctx)]
         if len(kept) == len(node.items) or _touches_parameters(node.body, ctx):
             return None
+        if _grad_free_elsewhere(node.body, ctx):
+            return NonSite(
+                "equivalent: every call in the block is to a function decorated to disable gradients itself"
+            )
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return node.with_changes(items=kept)

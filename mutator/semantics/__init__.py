@@ -38,8 +38,15 @@ Public API (import from ``mutator.semantics``):
   ``is_label_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
   ``is_training_loader``.
 - static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
-  eval, setup, export, plot, unknown) from where the node is; ``function_role``; ``after_training_loop``;
+  eval, setup, export, plot, unknown) from where the node is; ``function_role``;
+  ``after_training_loop``; ``drives_training`` (a loop that runs training steps);
   ``TRAINING_CONTEXTS`` for operators whose bug is in the training loss or step.
+- layers (``layers``): ``forward_accepts`` (can a module instance's call take a keyword),
+  ``mode_dependent`` (dropout, batch norm or ``self.training`` anywhere in the model),
+  ``parameter_tensors`` (how many tensors ``model.parameters()`` yields); None: unknown.
+- data flow (``flow``): ``loader_feeds_training`` (do a DataLoader's batches reach the
+  backwarded loss), ``loaders_of`` (the loaders an edited node configures),
+  ``reaches_model`` (does a value reach a model's forward or a dataset's inputs).
 - hyperparameters as module-level constants (``hyperparams``):
   ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
   ``weight_decay``.
@@ -92,6 +99,7 @@ from mutator.semantics.edits import (
     without_list_element,
     without_tuple_element,
 )
+from mutator.semantics.flow import loader_feeds_training, loaders_of, reaches_model
 from mutator.semantics.grad_mode import (
     ENABLE_GRAD,
     INFERENCE_MODE,
@@ -102,6 +110,7 @@ from mutator.semantics.grad_mode import (
     in_no_grad,
 )
 from mutator.semantics.hyperparams import hyperparameter_constants
+from mutator.semantics.layers import forward_accepts, mode_dependent, parameter_tensors
 from mutator.semantics.losses import (
     ALL_FUNCTIONAL_LOSSES,
     BINARY_LOSSES,
@@ -171,6 +180,7 @@ from mutator.semantics.roles import (
     CONTEXTS,
     TRAINING_CONTEXTS,
     after_training_loop,
+    drives_training,
     function_role,
     site_context,
 )
@@ -267,10 +277,12 @@ __all__ = [
     "disables_grad",
     "dotted_name",
     "dotted_names_in",
+    "drives_training",
     "enclosing_function",
     "every_group_sets",
     "expression_call",
     "find_arg",
+    "forward_accepts",
     "forward_returns_log_probs",
     "fresh_name",
     "function_call",
@@ -307,7 +319,9 @@ __all__ = [
     "keyword_arg",
     "keyword_string",
     "last_name",
+    "loader_feeds_training",
     "loader_role",
+    "loaders_of",
     "log_softmax_input",
     "looks_like_loss_call",
     "loops_around",
@@ -323,6 +337,7 @@ __all__ = [
     "method_call",
     "method_name",
     "method_statement_receiver",
+    "mode_dependent",
     "module_alias",
     "module_constructors",
     "move_after",
@@ -332,12 +347,14 @@ __all__ = [
     "number_literal",
     "number_value",
     "optimizer_class",
+    "parameter_tensors",
     "parenthesized",
     "parse_expr",
     "parse_statement",
     "per_module",
     "per_node",
     "positional_args",
+    "reaches_model",
     "reads_grad",
     "receiver",
     "receiver_kind",

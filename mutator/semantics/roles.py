@@ -126,7 +126,7 @@ def function_role(function: cst.FunctionDef, ctx: Context) -> str:
         return "setup"
     if _is_model_method(function, ctx):
         return "train"  # the model's computation runs in the training step
-    if any(_drives_training(loop, ctx) for loop in _loops_in(function, ctx)) or any(
+    if any(drives_training(loop, ctx) for loop in _loops_in(function, ctx)) or any(
         _direct_role(called, ctx) == "train" for called in _called_functions(function, ctx)
     ):
         return "train"  # ``main``: it calls the training step
@@ -162,7 +162,7 @@ def _loops_in(function: cst.FunctionDef, ctx: Context) -> list[cst.CSTNode]:
 
 
 @per_node
-def _drives_training(loop: cst.CSTNode, ctx: Context) -> bool:
+def drives_training(loop: cst.CSTNode, ctx: Context) -> bool:
     """Does the loop run training steps, itself or through the script's own functions?"""
     for call in ctx.nodes_within(loop, cst.Call):
         if _is_backward(call) or is_optimizer_step(call, ctx):  # type: ignore[arg-type]
@@ -206,7 +206,7 @@ def site_context(node: cst.CSTNode, ctx: Context) -> str:
         return "train"
     # Module level or a driver (``main``): the training loop is train, the rest is setup.
     for loop in (a for a in ctx.ancestors(node) if isinstance(a, (cst.For, cst.While))):
-        if _drives_training(loop, ctx):
+        if drives_training(loop, ctx):
             return "train"
         if any(function_role(f, ctx) == "eval" for f in _called_functions(loop, ctx)):
             return "eval"
@@ -227,7 +227,7 @@ def after_training_loop(node: cst.CSTNode, ctx: Context) -> bool:
     statement = ctx.statement_of(node)
     while statement is not None:
         for earlier in ctx.preceding_statements(statement):
-            if isinstance(earlier, (cst.For, cst.While)) and _drives_training(earlier, ctx):
+            if isinstance(earlier, (cst.For, cst.While)) and drives_training(earlier, ctx):
                 return True
         statement = ctx.enclosing(statement, cst.BaseCompoundStatement)
     return False
