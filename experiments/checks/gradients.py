@@ -42,6 +42,7 @@ def check_gradients(
     Cannot catch: gradients of the wrong size or sign, anything the optimizer does
     afterwards (use ``check_params_change``).
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     forward = forward or default_forward
     inputs, targets = split_batch(batch)
     params = trainable(model, ignore)
@@ -106,6 +107,7 @@ def check_params_change(
     graph. Cannot catch: a step of the wrong size or direction (see
     ``check_loss_decreases``), gradients that accumulate across steps.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     params = trainable(model, ignore)
     if not params:
         raise ValueError("check_params_change: the model has no parameter with requires_grad")

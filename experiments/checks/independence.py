@@ -46,6 +46,7 @@ def check_batch_independence(
     another sample's targets; ``check_overfit_batch`` sees that), mixing only in train
     mode when checked in eval mode.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     forward = forward or default_forward
     if not isinstance(inputs, torch.Tensor) or inputs.dim() == 0 or inputs.size(0) < 2:
         raise ValueError("check_batch_independence needs a tensor batch of at least 2 samples")
@@ -61,6 +62,7 @@ def check_batch_independence(
 
 
 def _by_gradient(model: nn.Module, inputs: torch.Tensor, forward: Forward, i: int) -> None:
+    __tracebackhide__ = True
     x = inputs.detach().clone().requires_grad_(True)
     out = forward(model, x)
     _check_batch_dim(out, x)
@@ -92,6 +94,7 @@ def _by_gradient(model: nn.Module, inputs: torch.Tensor, forward: Forward, i: in
 
 
 def _by_perturbation(model: nn.Module, inputs: torch.Tensor, forward: Forward, i: int) -> None:
+    __tracebackhide__ = True
     with torch.no_grad():
         base = forward(model, inputs)
         _check_batch_dim(base, inputs)

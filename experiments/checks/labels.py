@@ -62,6 +62,7 @@ def check_labels_aligned(
     labels keep the relation), a relation a nearest neighbour on raw inputs cannot see
     (then it fails on correct data: use inputs in a feature space where it can).
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     n = inputs.size(0)
     if targets.size(0) != n:
         raise fail(
@@ -102,6 +103,7 @@ def check_next_token_targets(inputs: torch.Tensor, targets: torch.Tensor) -> Non
     different places. Cannot catch: the last target of each window being wrong (it is
     not in the inputs), a tokenizer mismatch.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     if inputs.shape != targets.shape or inputs.dim() != 2 or inputs.size(1) < 2:
         raise fail(
             "check_next_token_targets",

@@ -61,6 +61,7 @@ def check_initial_loss(
     ``zero_grad``, the optimizer, most data bugs: shuffled labels still start at ln C),
     a double softmax (its first loss is ln C too).
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     with seeded(seed):
         value = to_float(loss() if callable(loss) else loss)
     tolerance = rel_tol * abs(expected)
@@ -114,6 +115,7 @@ def check_loss_decreases(
     first (label noise, a missing shuffle, leakage, a mis-set schedule later on); pick
     ``min_drop`` from what the correct setup does in the same steps.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     losses = _run_steps(train_step, batches, seed)
     if len(losses) < 3:
         raise ValueError(f"check_loss_decreases needs at least 3 batches; got {len(losses)}")
@@ -171,6 +173,7 @@ def check_overfit_batch(
     shuffling, eval-time bugs), nor mixing or mispairing that is the same on every pass
     over the batch (a fixed batch mixed the same way is still memorisable).
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     losses = _run_steps(train_step, [batch] * steps, seed)
     if not finite(losses):
         step = next(i for i, v in enumerate(losses) if not math.isfinite(v))

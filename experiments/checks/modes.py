@@ -42,6 +42,7 @@ def check_train_eval_modes(
     time (``check_train_step_mode``, ``check_evaluation``), a dropout rate that is too
     high.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     forward = forward or default_forward
     with kept_modes(model), kept_state(model), torch.no_grad():
         model.eval()
@@ -79,16 +80,20 @@ def check_train_step_mode(model: nn.Module, batch: Any, train_step: TrainStep) -
 
     Puts the model in eval mode (as an evaluation leaves it), runs ``train_step(batch)``
     and records the mode of the model and of every dropout/batch-norm submodule at each
-    forward. Trains the model (one step). Catches: a missing ``model.train()`` at the
+    forward with gradients enabled (an evaluation inside the step is not a training
+    forward). Trains the model (one step). Catches: a missing ``model.train()`` at the
     start of the epoch or step, ``model.eval()`` in its place. Cannot catch: an
     evaluation that forgets ``model.eval()`` (``check_evaluation``). The model's own flag
     counts even without dropout modules, since ``F.dropout(training=self.training)``
     reads it.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     in_eval: list[str] = []
     calls: list[str] = []
 
     def note(module: nn.Module, _args: Any, name: str) -> None:
+        if not torch.is_grad_enabled():  # an evaluation inside the step is not training
+            return
         calls.append(name)
         if not module.training and name not in in_eval:
             in_eval.append(name)
@@ -105,9 +110,10 @@ def check_train_step_mode(model: nn.Module, batch: Any, train_step: TrainStep) -
     if "model" not in calls:
         raise fail(
             "check_train_step_mode",
-            "train_step to call the model",
-            "no forward of the model",
-            "Pass the model object your train_step trains.",
+            "train_step to call the model with gradients enabled",
+            "no such forward",
+            "Pass the model object your train_step trains; a step whose forward runs "
+            "under torch.no_grad() cannot train it.",
         )
     if in_eval:
         raise fail(
@@ -133,6 +139,7 @@ def check_evaluation(
     missing ``torch.no_grad()``, an evaluation that trains or shuffles. Cannot catch:
     evaluating on the wrong split, a wrong metric formula.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not the check's
     records: list[tuple[bool, bool]] = []  # (module in training mode, output has a graph)
 
     def note(mod: nn.Module, _args: Any, out: Any) -> None:
