@@ -89,6 +89,12 @@ def capture_call(owner: Any, attr: str, run: Callable[[], Any]) -> dict[str, Any
     return seen
 
 
+def captured_main(name: str) -> tuple[ModuleType, dict[str, Any]]:
+    """The loop, and the arguments its ``main()`` passes to its first ``train_one_epoch``."""
+    loop = load_loop(name)
+    return loop, capture_call(loop, "train_one_epoch", lambda: loop.main(["--seed", "0"]))
+
+
 def one_batch_loader(batch: tuple[torch.Tensor, torch.Tensor]) -> DataLoader:
     """A loader yielding exactly ``batch``: the loop's epoch function then takes one step."""
     return DataLoader(TensorDataset(*batch), batch_size=len(batch[0]))

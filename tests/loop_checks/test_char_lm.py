@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from loop_suite import *  # noqa: F403  (the shared check tests)
-from loop_suite import Parts, capture_call, epoch_function_parts, load_loop
+from loop_suite import Parts, captured_main, epoch_function_parts
 
 from trainwreck.checks import check_next_token_targets
 
@@ -19,8 +19,7 @@ def flat_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Ten
 
 
 def build() -> Parts:
-    loop = load_loop("char_lm")
-    captured = capture_call(loop, "train_one_epoch", lambda: loop.main(["--seed", "0"]))
+    loop, captured = captured_main("char_lm")
     vocab = captured["model"].head.out_features
     return epoch_function_parts(
         loop,

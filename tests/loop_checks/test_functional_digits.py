@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from loop_suite import *  # noqa: F403  (the shared check tests)
-from loop_suite import Parts, capture_call, epoch_function_parts, load_loop
+from loop_suite import Parts, captured_main, epoch_function_parts
 
 
 def nll_of_log_softmax(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -17,8 +17,7 @@ def nll_of_log_softmax(logits: torch.Tensor, targets: torch.Tensor) -> torch.Ten
 
 
 def build() -> Parts:
-    loop = load_loop("functional_digits")
-    captured = capture_call(loop, "train_one_epoch", lambda: loop.main(["--seed", "0"]))
+    loop, captured = captured_main("functional_digits")
     return epoch_function_parts(
         loop,
         captured,

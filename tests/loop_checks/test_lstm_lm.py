@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 from loop_suite import *  # noqa: F403  (the shared check tests)
-from loop_suite import Parts, capture_call, epoch_function_parts, load_loop
+from loop_suite import Parts, captured_main, epoch_function_parts
 
 from trainwreck.checks import check_next_token_targets
 
@@ -23,8 +23,7 @@ def window_source(batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
 
 
 def build() -> Parts:
-    loop = load_loop("lstm_lm")
-    captured = capture_call(loop, "train_one_epoch", lambda: loop.main(["--seed", "0"]))
+    loop, captured = captured_main("lstm_lm")
     model, source = captured["model"], captured["source"]
     windows = [loop.get_batch(source, i, loop.BPTT) for i in range(0, 22 * loop.BPTT, loop.BPTT)]
 

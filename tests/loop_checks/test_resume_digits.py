@@ -6,21 +6,15 @@ import math
 
 import pytest
 from loop_suite import *  # noqa: F403  (the shared check tests)
-from loop_suite import Parts, capture_call, epoch_function_parts, load_loop
+from loop_suite import Parts, captured_main, epoch_function_parts
 
 
 def build() -> Parts:
-    loop = load_loop("resume_digits")
-    captured = capture_call(loop, "train_one_epoch", lambda: loop.main(["--seed", "0"]))
-    return epoch_function_parts(
-        loop,
-        captured,
-        loss_fn=captured["criterion"],
-        expected_loss=math.log(10),
-        n_batches=21,
-        min_drop=0.12,  # about half the correct loop's drop
-        overfit_steps=100,
-    )
+    loop, captured = captured_main("resume_digits")
+    loss_fn, ln10 = captured["criterion"], math.log(10)
+    # min_drop: about half the correct loop's drop over the same steps.
+    settings = dict(n_batches=21, min_drop=0.12, overfit_steps=100)
+    return epoch_function_parts(loop, captured, loss_fn=loss_fn, expected_loss=ln10, **settings)
 
 
 @pytest.fixture
