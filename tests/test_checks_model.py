@@ -204,3 +204,12 @@ def test_evaluation_fails_when_it_is_random():
     model, batch = fresh(AlwaysDropoutMLP), blobs(64)
     with pytest.raises(CheckFailed, match=r"the same result from two evaluations"):
         check_evaluation(model, lambda: evaluate(model, batch))
+
+
+def test_train_step_mode_can_start_from_the_mode_the_loop_left():
+    model = fresh()
+    step = step_fn(model, adam(model), order=CORRECT[1:])  # never calls model.train()
+    check_train_step_mode(model, blobs(32), step, from_eval=False)  # still in train mode
+    model.eval()
+    with pytest.raises(CheckFailed, match="eval mode during training"):
+        check_train_step_mode(model, blobs(32), step, from_eval=False)

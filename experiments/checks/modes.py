@@ -75,10 +75,14 @@ def check_train_eval_modes(
         )
 
 
-def check_train_step_mode(model: nn.Module, batch: Any, train_step: TrainStep) -> None:
+def check_train_step_mode(
+    model: nn.Module, batch: Any, train_step: TrainStep, *, from_eval: bool = True
+) -> None:
     """A training step runs the model in train mode, even right after an evaluation.
 
-    Puts the model in eval mode (as an evaluation leaves it), runs ``train_step(batch)``
+    Puts the model in eval mode (as an evaluation leaves it; ``from_eval=False`` leaves the
+    mode alone, for a step that runs the project's own evaluation first), runs
+    ``train_step(batch)``
     and records the mode of the model and of every dropout/batch-norm submodule at each
     forward with gradients enabled (an evaluation inside the step is not a training
     forward). Trains the model (one step). Catches: a missing ``model.train()`` at the
@@ -101,7 +105,8 @@ def check_train_step_mode(model: nn.Module, batch: Any, train_step: TrainStep) -
     watched = [("model", model)]
     watched += [(n, m) for n, m in model.named_modules() if n and is_mode_dependent(m)]
     handles = [m.register_forward_pre_hook(partial(note, name=n)) for n, m in watched]
-    model.eval()
+    if from_eval:
+        model.eval()
     try:
         train_step(batch)
     finally:

@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -100,8 +101,19 @@ def one_batch_loader(batch: tuple[torch.Tensor, torch.Tensor]) -> DataLoader:
     return DataLoader(TensorDataset(*batch), batch_size=len(batch[0]))
 
 
+def draw(loader: Any, n: int) -> list[Any]:
+    """The first ``n`` batches the loader yields, starting a new pass when one ends, so a
+    training split or batch count smaller than the test expected is not an error."""
+    batches: list[Any] = []
+    while len(batches) < n:
+        before = len(batches)
+        batches.extend(islice(loader, n - len(batches)))
+        assert len(batches) > before, "the training loader yields no batch"
+    return batches
+
+
 def take(loader: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first ``n`` samples the loader yields, as (inputs, targets)."""
+    """The first ``n`` samples the loader yields (fewer if one pass has fewer)."""
     xs, ys, count = [], [], 0
     for x, y in loader:
         xs.append(x)
@@ -204,8 +216,7 @@ def epoch_function_parts(
     the evaluation calls ``evaluate`` with the arguments it shares with the step.
     """
     loader = captured[data_arg]
-    stream = iter(loader) if data_arg == "loader" else None
-    batches = [next(stream) for _ in range(n_batches + 1)] if stream else []
+    batches = draw(loader, n_batches + 1) if data_arg == "loader" else []
     labels = take(loader, n_labels) if data_arg == "loader" else settings.pop("labels")
     held_out = to_data(labels) if data_arg == "loader" else to_data(settings.pop("held_out"))
 

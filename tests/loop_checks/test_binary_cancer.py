@@ -7,12 +7,11 @@ Its step lives in a ``Trainer`` class: the recorder stops ``main()`` at the trai
 from __future__ import annotations
 
 import math
-from itertools import islice
 
 import pytest
 import torch
 from loop_suite import *  # noqa: F403  (the shared check tests)
-from loop_suite import Parts, capture_call, load_loop, one_batch_loader, take
+from loop_suite import Parts, capture_call, draw, load_loop, one_batch_loader, take
 
 
 def squeezed(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -23,7 +22,7 @@ def build() -> Parts:
     loop = load_loop("binary_cancer")
     captured = capture_call(loop.Trainer, "train_one_epoch", lambda: loop.main(["--seed", "0"]))
     trainer, loader = captured["self"], captured["loader"]
-    batch, *batches = islice(loader, 10)
+    batch, *batches = draw(loader, 10)
     labels = take(loader, 256)
     return Parts(
         model=trainer.model,

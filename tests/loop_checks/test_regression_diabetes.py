@@ -19,7 +19,7 @@ from loop_suite import *  # noqa: F403  (the shared check tests)
 from loop_suite import Parts, load_loop
 from stepped_main import SteppedMain
 
-from trainwreck.checks import check_train_step_mode
+from trainwreck.checks import check_labels_aligned, check_train_step_mode
 
 N_PATIENTS = 40  # int(40 * 0.8) = 32 train patients = one batch at the default batch size
 
@@ -29,11 +29,11 @@ def column_mse(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.mse_loss(pred, y.unsqueeze(1))
 
 
-def build() -> Iterator[Parts]:
+def build(patients: int | None = N_PATIENTS) -> Iterator[Parts]:
     loop = load_loop("regression_diabetes")
     data = loop.load_diabetes()
     loop.load_diabetes = lambda: SimpleNamespace(
-        data=data.data[:N_PATIENTS], target=data.target[:N_PATIENTS]
+        data=data.data[:patients], target=data.target[:patients]
     )
     made: list[tuple[torch.Tensor, ...]] = []
 
@@ -78,7 +78,13 @@ def test_evaluation(parts: Parts) -> None:
 
 
 def test_train_step_mode(parts: Parts) -> None:
-    # main() is paused inside its first forward: finish that step, so the checked step
-    # starts where a loop's step does (after an evaluation put the model in eval mode).
+    # main() is paused inside its first forward: finish that step; the next one follows
+    # main()'s own evaluation, which left the model in eval mode.
     parts.train_step(parts.batch)
-    check_train_step_mode(parts.model, parts.batch, parts.train_step)
+    check_train_step_mode(parts.model, parts.batch, parts.train_step, from_eval=False)
+
+
+def test_labels_aligned() -> None:
+    # Every patient: the one-batch run's 32 are too few to tell a relation from chance.
+    for parts in build(patients=None):
+        check_labels_aligned(*parts.labels)
