@@ -82,10 +82,9 @@ def check_train_step_mode(
 
     Puts the model in eval mode (as an evaluation leaves it; ``from_eval=False`` leaves the
     mode alone, for a step that runs the project's own evaluation first), runs
-    ``train_step(batch)``
-    and records the mode of the model and of every dropout/batch-norm submodule at each
-    forward with gradients enabled (an evaluation inside the step is not a training
-    forward). Trains the model (one step). Catches: a missing ``model.train()`` at the
+    ``train_step(batch)`` and records the mode of the model and of every dropout/batch-norm
+    submodule at each forward with gradients enabled (an evaluation inside the step is
+    not a training forward). Trains the model (one step). Catches: a missing ``model.train()`` at the
     start of the epoch or step, ``model.eval()`` in its place. Cannot catch: an
     evaluation that forgets ``model.eval()`` (``check_evaluation``). The model's own flag
     counts even without dropout modules, since ``F.dropout(training=self.training)``
