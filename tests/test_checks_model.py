@@ -213,3 +213,22 @@ def test_train_step_mode_can_start_from_the_mode_the_loop_left():
     model.eval()
     with pytest.raises(CheckFailed, match="eval mode during training"):
         check_train_step_mode(model, blobs(32), step, from_eval=False)
+
+
+def test_train_step_mode_ignores_an_evaluation_without_no_grad_inside_the_step():
+    model = fresh()
+    train = step_fn(model, adam(model))
+
+    def step_then_evaluate(batch):
+        loss = train(batch)
+        evaluate(model, batch, no_grad=False)  # eval mode, graph built, never backpropagated
+        return loss
+
+    check_train_step_mode(model, blobs(32), step_then_evaluate)
+
+
+def test_train_step_mode_fails_when_nothing_is_backpropagated():
+    model = fresh()
+    order = ("train", "zero_grad", "forward", "step")  # no backward
+    with pytest.raises(CheckFailed, match="none backpropagated"):
+        check_train_step_mode(model, blobs(32), step_fn(model, adam(model), order=order))

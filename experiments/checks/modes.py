@@ -83,27 +83,34 @@ def check_train_step_mode(
     Puts the model in eval mode (as an evaluation leaves it; ``from_eval=False`` leaves the
     mode alone, for a step that runs the project's own evaluation first), runs
     ``train_step(batch)`` and records the mode of the model and of every dropout/batch-norm
-    submodule at each forward with gradients enabled (an evaluation inside the step is
-    not a training forward). Trains the model (one step). Catches: a missing ``model.train()`` at the
-    start of the epoch or step, ``model.eval()`` in its place. Cannot catch: an
-    evaluation that forgets ``model.eval()`` (``check_evaluation``). The model's own flag
-    counts even without dropout modules, since ``F.dropout(training=self.training)``
-    reads it.
+    submodule at each training forward: a forward whose output ``backward()`` reaches (an
+    evaluation inside the step is not one, even without ``torch.no_grad()``). Trains the
+    model (one step). Catches: a missing ``model.train()`` at the start of the epoch or
+    step, ``model.eval()`` in its place. Cannot catch: an evaluation that forgets
+    ``model.eval()`` (``check_evaluation``). The model's own flag counts even without
+    dropout modules, since ``F.dropout(training=self.training)`` reads it.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not the check's
-    in_eval: list[str] = []
-    calls: list[str] = []
+    forwards: list[dict[str, Any]] = []  # per model forward: modules in eval, backpropagated?
+    active: list[dict[str, Any]] = []
 
-    def note(module: nn.Module, _args: Any, name: str) -> None:
-        if not torch.is_grad_enabled():  # an evaluation inside the step is not training
-            return
-        calls.append(name)
-        if not module.training and name not in in_eval:
-            in_eval.append(name)
+    def before(module: nn.Module, _args: Any, name: str) -> None:
+        if name == "model":
+            active.append({"eval": [], "trained": False})
+            forwards.append(active[-1])
+        if active and not module.training and name not in active[-1]["eval"]:
+            active[-1]["eval"].append(name)
+
+    def after(_module: nn.Module, _args: Any, out: Any) -> None:
+        record = active.pop()
+        for tensor in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(tensor, torch.Tensor) and tensor.requires_grad:
+                tensor.register_hook(partial(_mark_trained, record))
 
     watched = [("model", model)]
     watched += [(n, m) for n, m in model.named_modules() if n and is_mode_dependent(m)]
-    handles = [m.register_forward_pre_hook(partial(note, name=n)) for n, m in watched]
+    handles = [m.register_forward_pre_hook(partial(before, name=n)) for n, m in watched]
+    handles.append(model.register_forward_hook(after))
     if from_eval:
         model.eval()
     try:
@@ -111,14 +118,16 @@ def check_train_step_mode(
     finally:
         for handle in handles:
             handle.remove()
-    if "model" not in calls:
+    trained = [f for f in forwards if f["trained"]]
+    if not trained:
         raise fail(
             "check_train_step_mode",
-            "train_step to call the model with gradients enabled",
-            "no such forward",
-            "Pass the model object your train_step trains; a step whose forward runs "
-            "under torch.no_grad() cannot train it.",
+            "a forward of the model whose output backward() reaches",
+            f"{len(forwards)} forwards, none backpropagated",
+            "Pass the model object your train_step trains; a loss computed under "
+            "torch.no_grad(), from .item() or without backward() does not train it.",
         )
+    in_eval = list(dict.fromkeys(name for f in trained for name in f["eval"]))
     if in_eval:
         raise fail(
             "check_train_step_mode",
@@ -127,6 +136,10 @@ def check_train_step_mode(
             "Call model.train() at the start of each epoch or step (an evaluation "
             "switches the model to eval mode); dropout and batch norm behave differently.",
         )
+
+
+def _mark_trained(record: dict[str, Any], grad: torch.Tensor) -> None:
+    record["trained"] = True
 
 
 def check_evaluation(
