@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.catalog.runs import LoadedRun
+from experiments.equivalence import run_digest
 from experiments.report.operators import OperatorInfo
 from experiments.signature import FEATURES
 from experiments.symptoms import NOOP, REFERENCE
@@ -44,6 +45,8 @@ def runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
         row["context"] = "+".join(dict.fromkeys(row["contexts"]))
         row["folder"] = str(run.folder)
         row["loss_source"] = run.loss_source
+        # What the run computed, for the equivalence check (experiments.equivalence).
+        row["trace_digest"] = run_digest(result, run.features, run.curves)
         row.update(run.features)
         rows.append(row)
     leading = [
@@ -62,7 +65,9 @@ def runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
     ]
     # steps and backward_calls reappear as features (optimizer_steps, backward_calls).
     context = [name for name in RESULT_FIELDS if name not in (*leading, *FEATURES, "steps")]
-    columns = list(dict.fromkeys([*leading, *context, "folder", "loss_source", *FEATURES]))
+    columns = list(
+        dict.fromkeys([*leading, *context, "folder", "loss_source", "trace_digest", *FEATURES])
+    )
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(["loop", "device", "identity", "seed"], kind="stable").reset_index(
         drop=True

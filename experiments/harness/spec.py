@@ -12,10 +12,11 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
+# 6: the end record's ``raised`` (exception, frames in the mutated file), ``stillborn``;
 # 5: sealed rows with their budget, output and trace caps, descendants end with a run;
 # 4: runs start in a private mirror of the invocation folder, reach probes, module mutants;
 # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
-HARNESS_VERSION = "5"
+HARNESS_VERSION = "6"
 
 
 @cache
