@@ -124,14 +124,14 @@ def mark_equivalent(
         if not measured and not reason:
             continue
         at = symptoms.index[position]
-        symptoms.at[at, "measured"] = EQUIVALENT
-        symptoms.at[at, "outcome"] = (
+        symptoms.loc[at, "measured"] = EQUIVALENT
+        symptoms.loc[at, "outcome"] = (
             f"identical to the reference on {len(same)}/{len(same)} seeds"
             if measured
             else f"declared equivalent up to float rounding ({reason})"
         )
-        symptoms.at[at, "symptoms"] = ""
-        symptoms.at[at, "label_fractions"] = json.dumps({EQUIVALENT: 1.0})
+        symptoms.loc[at, "symptoms"] = ""
+        symptoms.loc[at, "label_fractions"] = json.dumps({EQUIVALENT: 1.0})
         for index in members:
             labels.at[index] = [EQUIVALENT]
     return dataclasses.replace(judgement, run_labels=labels, symptoms=symptoms)
