@@ -13,10 +13,13 @@ gradient norms and update ratios, every reported ``train_loss``/``val_loss``/``v
 and the end results: status, exception class, optimizer steps, backward and loss calls,
 the forward counters (a model trained in ``eval()`` is a difference the telemetry sees,
 even where it computes the same numbers), the first non-finite loss, the held-out
-evaluation and the final reported numbers. Floats are compared exactly; NaN and infinities
-count as one "non-finite" value (the signature cache stores both as null). A run whose
-trace was thinned (``trace_dropped``) or had no telemetry gets no digest, and so can never
-show its mutant equivalent.
+evaluation and the final reported numbers; and everything the script printed on stdout,
+byte for byte (a test score it only prints is a number a bug can change: removing the
+test set's normalization in ``binary_cancer`` changes nothing else). Floats are compared
+exactly; NaN and infinities count as one "non-finite" value (the signature cache stores
+both as null). A run whose trace was thinned (``trace_dropped``) or had no telemetry gets
+no digest, and so can never show its mutant equivalent; a script that prints times never
+has an equivalent mutant either (the safe side: it stays ``silent``).
 """
 
 from __future__ import annotations
@@ -48,11 +51,13 @@ def run_digest(
     result: Mapping[str, Any],
     features: Mapping[str, Any],
     curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    output: bytes | None = None,
 ) -> str | None:
-    """A digest of what the run computed (module docstring); None when it cannot be had."""
+    """A digest of what the run computed (module docstring) and of what it printed
+    (``output``, its stdout); None when it cannot be had."""
     if result.get("telemetry") is False or result.get("trace_dropped"):
         return None
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(output or b"")
     ends = [result.get(name) for name in _END_FIELDS]
     ends += [_plain(features.get(name)) for name in _END_FEATURES]
     digest.update(json.dumps(ends, default=str).encode())

@@ -271,17 +271,27 @@ def test_stillborn_and_equivalent_are_out_of_the_statistics(results):
         assert "stillborn" not in textbook and "equivalent" not in textbook
 
 
-def test_benchmark_leaves_them_out_of_the_ground_truth(results):
+def test_benchmark_leaves_their_runs_and_stillborn_code_out_of_the_ground_truth(results):
+    from experiments.bench.corpus import Case, Truth
+
     folder, _, _ = results
     cases = run_cases(folder)
     assert not [c for c in cases if c.result.get("status") == "stillborn"]
     validity = mutant_validity(folder)
-    assert validity.of("validity_tiny", _identity("equivalent")) == "equivalent"
+    assert validity.of("validity_tiny", _identity("equivalent")) == "equivalent on cpu"
     assert validity.of("validity_tiny", _identity("stillborn")) == "stillborn"
     kept = [c for c in cases if validity.keeps(c)]
     identities = {c.truth.identity for c in kept}
     assert _identity("equivalent") not in identities and _identity("some_seeds") in identities
     assert "| shift_labels | 1 | 0 | 1 |" in validity.section()
+
+    # Source cases: a stillborn rewrite is no ground truth; an equivalent one's code stays
+    # (measured on the CPU only).
+    def source(name: str) -> Case:
+        return Case(name, "validity_tiny", Truth(_identity(name), (MUTANTS[name][2],)))
+
+    assert not validity.keeps(source("stillborn"))
+    assert validity.keeps(source("equivalent")) and validity.keeps(source("some_seeds"))
 
 
 def test_without_a_catalog_the_benchmark_says_equivalence_was_not_measured(results, tmp_path):
@@ -298,7 +308,7 @@ def test_without_a_catalog_the_benchmark_says_equivalence_was_not_measured(resul
     assert "equivalence not measured" in validity.section()
 
 
-def test_bench_export_keeps_not_the_bug_mutants_out_of_ground_truth(tmp_path: Path):
+def test_bench_export_marks_what_was_measured_and_drops_stillborn_code(tmp_path: Path):
     import shutil
 
     from experiments.bench.export import export_bundle
@@ -309,18 +319,35 @@ def test_bench_export_keeps_not_the_bug_mutants_out_of_ground_truth(tmp_path: Pa
     (tmp_path / "loops").mkdir()
     loop = Path(shutil.copy(style, tmp_path / "loops" / "flat.py"))
     source = SourceFile(style.read_text(), "flat.py")
-    (site,) = source.find_sites([get_operator("drop_zero_grad")])
-    identity = source.apply([site]).identity
+    (zero_grad,) = source.find_sites([get_operator("drop_zero_grad")])
+    (step,) = source.find_sites([get_operator("drop_optimizer_step")])
+    equivalent, stillborn = (source.apply([site]).identity for site in (zero_grad, step))
     catalog = tmp_path / "results" / "catalog"
     catalog.mkdir(parents=True)
-    row = {"loop": "flat", "identity": identity, "role": "mutant", "operator": "drop_zero_grad"}
-    pd.DataFrame([{**row, "measured": "equivalent"}]).to_csv(catalog / "symptoms.csv")
+    rows = [
+        {"identity": equivalent, "operator": "drop_zero_grad", "measured": "equivalent"},
+        {"identity": stillborn, "operator": "drop_optimizer_step", "measured": "stillborn"},
+    ]
+    pd.DataFrame(rows).assign(loop="flat", device="cpu", role="mutant").to_csv(
+        catalog / "symptoms.csv"
+    )
     counts = export_bundle(tmp_path / "bundle", [loop], tmp_path / "results")
     bundle = tmp_path / "bundle"
-    truth = [json.loads(line) for line in (bundle / "ground_truth.jsonl").read_text().splitlines()]
-    assert truth and identity not in {entry["identity"] for entry in truth}
+    lines = (bundle / "ground_truth.jsonl").read_text().splitlines()
+    truth = {entry["identity"]: entry for entry in map(json.loads, lines)}
+    assert stillborn not in truth and truth[equivalent]["validity"] == "equivalent on cpu"
     index = pd.read_csv(bundle / "index.csv").set_index("identity")
-    assert index.loc[identity, "validity"] == "equivalent"
-    assert (bundle / index.loc[identity, "path"]).is_file()  # the file stays, marked
+    assert index.loc[stillborn, "validity"] == "stillborn"
+    assert (bundle / index.loc[stillborn, "path"]).is_file()  # the file stays, marked
     assert counts["not ground truth"] == 1
-    assert "`equivalent`" in (bundle / "README.md").read_text()
+    assert "`stillborn`" in (bundle / "README.md").read_text()
+
+
+def test_the_digest_covers_what_the_script_printed():
+    import numpy as np
+
+    curves = {"loss": (np.arange(2.0), np.array([2.0, 1.0]))}
+    result = {"status": "ok"}
+    printed = run_digest(result, {}, curves, b"test acc 0.95\n")
+    assert printed == run_digest(result, {}, curves, b"test acc 0.95\n")
+    assert printed != run_digest(result, {}, curves, b"test acc 0.62\n")

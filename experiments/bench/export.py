@@ -23,6 +23,7 @@ from experiments.bench.corpus import Case, run_cases, source_cases
 from experiments.bench.validity import MutantValidity, mutant_validity
 from experiments.files import staged_folder
 from experiments.trace import RESULT_FILE, TRACE_FILE
+from experiments.unreached import STILLBORN
 
 README = """# trainwreck detector benchmark bundle
 
@@ -34,12 +35,16 @@ for evaluating bug detectors without installing trainwreck.
 - `ground_truth.jsonl`: per mutant file: `identity`, `target` (the file it changes),
   `operators`, `categories`, `contexts` (where each changed site is: train, eval,
   setup, export, plot or unknown), `lines` (lines of the original that changed) and
-  `mutant_lines` (the same places in the mutant). Runs whose mutated lines never
-  executed (status `unreached`) or whose rewrite could not run (status `stillborn`) are
-  left out: they show no bug. So are mutants the results' catalog measured as not the bug
-  they claim (`stillborn`, `equivalent`: every run identical to the unmutated loop's,
-  `unreached`): their files stay under `mutants/`, with the reason in the index's
-  `validity` column, but they are not in `ground_truth.jsonl`.{validity}
+  `mutant_lines` (the same places in the mutant), and `validity`: what the results'
+  catalog measured when the mutant was not the bug it claims there (`equivalent on cpu`:
+  every run identical to the unmutated loop's on that device; `unreached on cpu`: its
+  changed lines never ran), else empty. Such a mutant stays ground truth as code: a
+  dropped `.to(device)` does nothing on the CPU and crashes on a GPU. A `stillborn`
+  mutant (its rewrite died of a Python-level error at a changed line, which its operator
+  does not declare) is broken code, not its bug: its file stays under `mutants/`, marked
+  in the index's `validity` column, but it has no line in `ground_truth.jsonl`.{validity}
+- Runs of stillborn, equivalent or unreached mutants are not in the bundle: their traces
+  show no bug (an equivalent mutant's trace is the clean one of its seed).
 - `traces/<key>/`: stored runs (`result.json`: status, operators, categories, seed...;
   `trace.jsonl`: losses per backward(), optimizer steps with gradient norm and update
   ratio, forward-mode counters, reported validation metrics), when the bundle has runs.
@@ -80,7 +85,7 @@ def export_bundle(
         (staging / "README.md").write_text(readme, encoding="utf-8")
     kinds = [row["kind"] for row in index]
     return {kind: kinds.count(kind) for kind in ("clean", "mutant", "run")} | {
-        "not ground truth": sum(1 for row in index if row.get("validity")),
+        "not ground truth": sum(1 for row in index if row.get("validity") == STILLBORN),
         "problems": len(problems),
     }
 
@@ -116,11 +121,11 @@ def _write_sources(root: Path, cases: list[Case], validity: MutantValidity) -> l
                 kind = "mutant"
             (root / relative).parent.mkdir(parents=True, exist_ok=True)
             (root / relative).write_text(case.script.source, encoding="utf-8")
-            row = _row(kind, relative, case, seed=None, status=None)
             why = validity.of(case.loop, truth.identity) if kind == "mutant" else ""
-            if kind == "mutant" and not why:
+            row = {**_row(kind, relative, case, seed=None, status=None), "validity": why}
+            if kind == "mutant" and validity.keeps(case):
                 truth_file.write(json.dumps(row) + "\n")
-            rows.append({**row, "validity": why})
+            rows.append(row)
     return rows
 
 

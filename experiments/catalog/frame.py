@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -16,6 +17,7 @@ from experiments.signature import FEATURES
 from experiments.symptoms import NOOP, REFERENCE
 from experiments.trace import RESULT_FIELDS
 
+STDOUT_FILE = "stdout.txt"  # the run's stdout (experiments.harness.child writes it)
 _LIST_FIELDS = (
     "operators",
     "categories",
@@ -46,7 +48,7 @@ def runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
         row["folder"] = str(run.folder)
         row["loss_source"] = run.loss_source
         # What the run computed, for the equivalence check (experiments.equivalence).
-        row["trace_digest"] = run_digest(result, run.features, run.curves)
+        row["trace_digest"] = run_digest(result, run.features, run.curves, _stdout(run.folder))
         row.update(run.features)
         rows.append(row)
     leading = [
@@ -72,6 +74,13 @@ def runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
     return frame.sort_values(["loop", "device", "identity", "seed"], kind="stable").reset_index(
         drop=True
     )
+
+
+def _stdout(folder: Path) -> bytes | None:
+    try:
+        return (folder / STDOUT_FILE).read_bytes()
+    except OSError:
+        return None
 
 
 def operator_name(identity: str, operators: list[str]) -> str:

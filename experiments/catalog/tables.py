@@ -157,8 +157,8 @@ def not_the_bug(row: Mapping[str, object]) -> str:
         return declared
     if measured == EQUIVALENT:
         return (
-            "equivalent: every run is the reference's on its seed, bit for bit (losses, "
-            "metrics, counters, held-out result)"
+            f"equivalent on {row.get('device') or 'cpu'}: every run is the reference's on its "
+            "seed, bit for bit (losses, metrics, counters, held-out result, printed output)"
         )
     if measured == STILLBORN:
         return (

@@ -18,8 +18,10 @@ INTRO = (
     "every run identical to the unmutated loop's on the same seed (losses, metrics, "
     "counters, held-out result), or declared equivalent up to float rounding. Unreached: "
     "the changed lines never ran. These mutants are shown in the tables but kept out of the "
-    "severity statistics, the agreement with declared severities and the benchmark's ground "
-    "truth. Rates are of each operator's mutants."
+    "severity statistics and the agreement with declared severities; the benchmark leaves "
+    "their runs out of its ground truth, and the code of stillborn ones (equivalence and "
+    "reach are measured on this device and budget: a dropped .to(device) does nothing on "
+    "the CPU). Rates are of each operator's mutants."
 )
 _HEADERS = (
     ("operator", "operator"),
