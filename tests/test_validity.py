@@ -11,6 +11,7 @@ identical to the reference on every seed and one identical on some seeds only.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -309,8 +310,6 @@ def test_without_a_catalog_the_benchmark_says_equivalence_was_not_measured(resul
 
 
 def test_bench_export_marks_what_was_measured_and_drops_stillborn_code(tmp_path: Path):
-    import shutil
-
     from experiments.bench.export import export_bundle
     from mutations.registry import get_operator
     from mutator import SourceFile
@@ -351,3 +350,48 @@ def test_the_digest_covers_what_the_script_printed():
     printed = run_digest(result, {}, curves, b"test acc 0.95\n")
     assert printed == run_digest(result, {}, curves, b"test acc 0.95\n")
     assert printed != run_digest(result, {}, curves, b"test acc 0.62\n")
+
+
+def test_a_mutated_module_the_script_imports_is_stillborn_at_its_own_lines(tmp_path: Path):
+    """The mutant is ``helpers.py``, served by the import hook: the frames the rule reads
+    are that file's, numbered in the mutant, not the script's."""
+    project = tmp_path / "project"
+    project.mkdir()
+    script = project / "train.py"
+    shutil.copy(SCRIPT, script)
+    text = script.read_text().replace(
+        "    loss_fn = nn.CrossEntropyLoss()\n", "    loss_fn = helpers.make_loss()\n"
+    )
+    script.write_text("import helpers\n" + text)
+    helper = "from torch import nn\n\n\ndef make_loss():\n    return nn.CrossEntropyLoss()\n"
+    (project / "helpers.py").write_text(helper)
+    broken = helper.replace("CrossEntropyLoss()", "CrossEntropyLoss(reduction=reduction)")
+    diff, lines, mutant_lines = unified_diff(helper, broken, "helpers.py")
+    assert list(mutant_lines) == [5]
+    mutant = {
+        "identity": "helpers.py::make_loss::reduction_sum#0",
+        "operators": ["reduction_sum"],
+        "lines": list(lines),
+        "mutant_lines": list(mutant_lines),
+        "diff": diff,
+        "reach_regions": reach.regions(helper, broken),
+    }
+    argv = ("--epochs", "1")
+    common = {"loop": "project", "cwd": str(project)}
+    specs = [
+        RunSpec(str(script), script.read_text(), argv, 0, **common),
+        RunSpec(
+            str(script),
+            broken,
+            argv,
+            0,
+            mutant=mutant,
+            target=str(project / "helpers.py"),
+            **common,
+        ),
+    ]
+    reference, row = run_sweep(specs, tmp_path / "results", workers=1)
+    assert reference["status"] == "ok"
+    assert row["status"] == "stillborn" and row["exc_type"] == "NameError"
+    end = [r for r in read_trace(row["run_dir"]) if r["kind"] == "end"][-1]
+    assert end["raised"]["lines"] == [5]  # helpers.py's line; the script's frames are not kept
