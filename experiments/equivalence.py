@@ -45,6 +45,9 @@ _END_FEATURES = (
     "val_loss_final",
 )
 _MATCH = ("loop", "device", "seed", "argv")
+# Verdicts that saw no effect: a mutant with one of them may be equivalent. ``unjudged``
+# (issue 23: no quality measure) is one, since identical runs need no measure.
+NO_EFFECT_SEEN = ("silent", "unjudged")
 
 
 def run_digest(
@@ -120,7 +123,7 @@ def mark_equivalent(
     labels = judgement.run_labels.copy()
     by_mutant = frame.groupby(["loop", "device", "identity"], sort=False).groups
     for position, row in enumerate(symptoms.to_dict("records")):
-        if row.get("role") != "mutant" or row.get("measured") != "silent":
+        if row.get("role") != "mutant" or row.get("measured") not in NO_EFFECT_SEEN:
             continue
         members = by_mutant.get((row["loop"], row["device"], row["identity"]), [])
         same = [frame.at[index, "same_as_reference"] for index in members]
