@@ -39,7 +39,10 @@ A run folder holds:
     otherwise the parent appends it). Fields: ``status``, ``exc_type``, ``exc_message``,
     ``exit_code``, ``nonfinite`` (``[kind, i]`` of the first non-finite ``backward`` or
     ``loss_fn`` loss, or null), ``steps``, ``backward_calls``, ``loss_fn_calls``, the four
-    forward counters; from the child also ``wall_s`` and ``peak_cuda_mb``; from the parent
+    forward counters; from the child also ``wall_s``, ``peak_cuda_mb`` and ``raised``
+    (the exception the script ended with: ``types``, its class and base classes' names,
+    innermost cause first; ``message``; ``lines``, its traceback's lines in the mutated
+    file, outermost first; null on a clean end or an exit); from the parent
     ``written_by: "parent"`` (the child died abruptly: timeout, memory cap, signal).
 
   Harness notes: ``grad_norm``/``update_ratio`` are sampled on step 1 and every
@@ -67,8 +70,19 @@ from typing import Any
 
 TRACE_FILE = "trace.jsonl"
 RESULT_FILE = "result.json"
-# ``unreached``: a mutant whose changed statements never ran (see harness/reach.py).
-STATUSES = ("ok", "crash", "timeout", "nan", "oom", "killed", "invalid", "unreached")
+# ``unreached``: a mutant whose changed statements never ran (see harness/reach.py);
+# ``stillborn``: a mutant that cannot run as the bug it names (see harness/raised.py).
+STATUSES = (
+    "ok",
+    "crash",
+    "timeout",
+    "nan",
+    "oom",
+    "killed",
+    "invalid",
+    "unreached",
+    "stillborn",
+)
 
 RESULT_FIELDS = (
     "key",  # cache key (hex)

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from experiments.catalog.runs import LoadedRun
+from experiments.equivalence import run_digest
 from experiments.report.operators import OperatorInfo
 from experiments.signature import FEATURES
 from experiments.symptoms import NOOP, REFERENCE
 from experiments.trace import RESULT_FIELDS
 
+STDOUT_FILE = "stdout.txt"  # the run's stdout (experiments.harness.child writes it)
 _LIST_FIELDS = (
     "operators",
     "categories",
@@ -44,6 +47,8 @@ def runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
         row["context"] = "+".join(dict.fromkeys(row["contexts"]))
         row["folder"] = str(run.folder)
         row["loss_source"] = run.loss_source
+        # What the run computed, for the equivalence check (experiments.equivalence).
+        row["trace_digest"] = run_digest(result, run.features, run.curves, _stdout(run.folder))
         row.update(run.features)
         rows.append(row)
     leading = [
@@ -62,11 +67,20 @@ def runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
     ]
     # steps and backward_calls reappear as features (optimizer_steps, backward_calls).
     context = [name for name in RESULT_FIELDS if name not in (*leading, *FEATURES, "steps")]
-    columns = list(dict.fromkeys([*leading, *context, "folder", "loss_source", *FEATURES]))
+    columns = list(
+        dict.fromkeys([*leading, *context, "folder", "loss_source", "trace_digest", *FEATURES])
+    )
     frame = pd.DataFrame(rows, columns=columns)
     return frame.sort_values(["loop", "device", "identity", "seed"], kind="stable").reset_index(
         drop=True
     )
+
+
+def _stdout(folder: Path) -> bytes | None:
+    try:
+        return (folder / STDOUT_FILE).read_bytes()
+    except OSError:
+        return None
 
 
 def operator_name(identity: str, operators: list[str]) -> str:

@@ -13,6 +13,8 @@ import pandas as pd
 from experiments.catalog.runs import load_runs
 from experiments.catalog.tables import build_tables
 from experiments.catalog.write import write_catalog
+from experiments.report.validity import summary_line
+from experiments.validity import validity_table
 
 
 @dataclass
@@ -27,6 +29,7 @@ class CatalogSummary:
     seconds: float
     agreement: tuple[int, int] = (0, 0)  # mutants whose measured severity = declared, of
     misleads: int = 0  # mutants whose model is fine but a reported number lies
+    validity: str = ""  # how many mutants are not their bug (report.validity.summary_line)
 
 
 def rebuild_report(
@@ -61,4 +64,5 @@ def rebuild_report(
         seconds=time.perf_counter() - started,
         agreement=(int(declared["agrees"].astype(bool).sum()), len(declared)),
         misleads=int((mutants["measured"] == "misleads").sum()) if len(mutants) else 0,
+        validity=summary_line(validity_table(judged)) if len(judged) else "",
     )

@@ -87,9 +87,15 @@ def print_summary(summary) -> None:
         if declared
         else ""
     )
+    validity = (
+        f"[trainwreck] mutant validity: {summary.validity} (symptoms.md, Mutant validity)\n"
+        if getattr(summary, "validity", "")
+        else ""
+    )
     print(
         f"[trainwreck] catalog: {summary.n_mutants} mutants over {summary.n_loops} loops{noop}\n"
         + verdicts
+        + validity
         + f"[trainwreck] wrote {summary.out_dir}/ (symptoms.md, study.md, report.html, runs.parquet, ...)",
         file=sys.stderr,
     )

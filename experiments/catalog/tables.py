@@ -11,6 +11,7 @@ import pandas as pd
 
 from experiments.catalog.frame import category, encode_nested, runs_frame
 from experiments.catalog.runs import LoadedRun
+from experiments.equivalence import EQUIVALENT, mark_equivalent, same_as_reference
 from experiments.report.operators import OperatorInfo, operator_info
 from experiments.report.tables import CatalogTables
 from experiments.symptoms import (
@@ -21,9 +22,10 @@ from experiments.symptoms import (
     judge,
     noop_false_positives,
 )
-from experiments.symptoms.equivalents import why_equivalent
+from experiments.symptoms.equivalents import declared_equivalent, why_equivalent
 from experiments.symptoms.sequential import Decision, decisions
-from experiments.unreached import judge_reached
+from experiments.unreached import STILLBORN, UNREACHED, judge_reached
+from experiments.validity import is_valid
 
 CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
 
@@ -68,9 +70,11 @@ def _judged(runs: list[LoadedRun]):
         category(row_operator, row_categories, operators)
         for row_operator, row_categories in zip(frame["operator"], frame["categories"])
     ]
-    # Runs whose mutated lines never executed are not judged (experiments.unreached).
+    frame["same_as_reference"] = same_as_reference(frame)
+    # Runs whose mutated lines never executed, or whose rewrite cannot run, are not judged
+    # (experiments.unreached); mutants identical to the reference are ``equivalent``.
     judgement = judge_reached(frame, judge) if len(frame) else None
-    return frame, operators, judgement
+    return frame, operators, mark_equivalent(frame, judgement, declared_equivalent)
 
 
 def _with_stopping(symptoms: pd.DataFrame, frame: pd.DataFrame, judgement) -> pd.DataFrame:
@@ -117,18 +121,21 @@ def annotate_symptoms(
     expected = [info.expected if info else None for info in infos]
     position = symptoms.columns.get_loc("measured")
     symptoms.insert(position, "expected", expected)
+    # A mutant that is not its bug (stillborn, equivalent, unreached) neither agrees nor
+    # disagrees with what its operator declares: it is left out of the agreement.
     symptoms.insert(
         position + 2,
         "agrees",
-        [None if exp is None else exp == got for exp, got in zip(expected, symptoms["measured"])],
+        [
+            None if exp is None or not is_valid(got) else exp == got
+            for exp, got in zip(expected, symptoms["measured"])
+        ],
     )
-    # A declared equivalent mutant (measured, experiments/symptoms/equivalents.py) says so
-    # instead of an unexplained "silent".
     symptoms.insert(
         position + 3,
         "why",
         [
-            why_equivalent(row["loop"], row["identity"]) or disagreement(row, exp)
+            not_the_bug(row) or disagreement(row, exp)
             for row, exp in zip(symptoms.to_dict("records"), expected)
         ],
     )
@@ -139,6 +146,28 @@ def annotate_symptoms(
         ["loop", "device", "_order", "operator", "identity"], kind="stable"
     )
     return symptoms.drop(columns="_order").reset_index(drop=True)
+
+
+def not_the_bug(row: Mapping[str, object]) -> str:
+    """The ``why`` of a mutant that is not its bug (or is declared equivalent, see
+    ``experiments/symptoms/equivalents.py``); empty for any other."""
+    measured = row.get("measured")
+    declared = why_equivalent(str(row["loop"]), str(row["identity"]))
+    if declared and measured in ("silent", EQUIVALENT):
+        return declared
+    if measured == EQUIVALENT:
+        return (
+            f"equivalent on {row.get('device') or 'cpu'}: every run is the reference's on its "
+            "seed, bit for bit (losses, metrics, counters, held-out result, printed output)"
+        )
+    if measured == STILLBORN:
+        return (
+            f"stillborn: {row.get('outcome')} at a changed line before the first optimizer "
+            "step; the rewrite cannot run, so it is not the bug its operator names"
+        )
+    if measured == UNREACHED:
+        return "unreached: the changed lines never ran"
+    return ""
 
 
 def _curves_frame(runs: list[LoadedRun]) -> pd.DataFrame:

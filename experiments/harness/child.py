@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 from experiments import capture as reported
 from experiments import telemetry as telemetry_api
+from experiments.harness import raised as raised_record
 from experiments.harness import reaper, tracecap
 from experiments.harness import status as rules
 from experiments.trace import TRACE_FILE
@@ -220,6 +221,16 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
         capture = holdout.Capture()
         capture.install()
 
+    raised: dict[str, Any] = {}  # the script's exception, read before its traceback goes
+
+    def keep_raised(error: BaseException) -> None:
+        try:  # an exception whose str() fails must still leave an end record
+            raised["record"] = raised_record.describe(
+                error, project.mutated_file or config["script"]
+            )
+        except Exception:
+            raised["record"] = None
+
     def finish(error: BaseException | None) -> int:
         """Write the end record; returns the process's exit code."""
         telemetry_api.set_sink(None)
@@ -251,6 +262,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
             wall_s=round(time.perf_counter() - started, 4),
             cpu_s=cpu_s,
             reach=project.reach_counts(),
+            raised=raised.get("record"),
             trace_dropped=tracecap.dropped(),
             nonce=nonce,
             **counters,
@@ -273,7 +285,9 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
     os._exit = exit_now
     try:
         code = finish(
-            _execute(config["script"], source, list(config["argv"]), project.compile_main)
+            _execute(
+                config["script"], source, list(config["argv"]), project.compile_main, keep_raised
+            )
         )
     finally:
         os._exit = real_exit
@@ -308,8 +322,10 @@ def _execute(
     source: str,
     argv: list[str],
     compile_main: Callable[[str, str], types.CodeType] | None = None,
+    on_error: Callable[[BaseException], None] | None = None,
 ) -> BaseException | None:
-    """Run ``source`` as ``__main__`` as if it were ``script``; the exception it ended with."""
+    """Run ``source`` as ``__main__`` as if it were ``script``; the exception it ended with
+    (``on_error`` sees it first, with its traceback)."""
     module = types.ModuleType("__main__")
     module.__dict__.update(
         __file__=script, __builtins__=builtins, __spec__=None, __loader__=None, __package__=None
@@ -325,6 +341,8 @@ def _execute(
     except BaseException as error:
         if not (isinstance(error, SystemExit) and error.code in (0, None)):
             traceback.print_exc()
+        if on_error is not None:
+            on_error(error)
         error.__traceback__ = None  # let the script's tensors go before the end record
         module.__dict__.clear()
         gc.collect()

@@ -1,7 +1,9 @@
 """How a run ended, as the parent concludes it once the process is gone (or has said
 "done"): the child's own end record when it wrote one, else an end record the parent
 writes from the partial trace and how the process died; then the status (the rules of
-``status``; a mutant whose changed lines never ran is ``unreached``) and the result row.
+``status``; a mutant whose changed lines never ran is ``unreached``; a mutant that died
+of a Python-level error at a changed line before its first optimizer step, which its
+operator does not declare, is ``stillborn``: ``raised``) and the result row.
 
 New run statuses decided from the whole run (whether the mutant is the bug it claims)
 belong here, after ``unreached``: a run's end is concluded in ``conclude`` alone.
@@ -15,7 +17,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from experiments.harness import reach
+from experiments.harness import raised, reach
 from experiments.harness import status as rules
 from experiments.harness.active import ActiveRun
 from experiments.harness.budget import Budget
@@ -39,6 +41,7 @@ def conclude(
     end = last_end_record(trace_path)
     if end is not None and end.get("nonce") != active.nonce:
         end = None  # an end record the child did not write (the script appended it)
+    child_end = end if active.killed_for is None else None
     if end is not None and active.killed_for is None:
         counters = end
         status, exc_type, message = end["status"], end.get("exc_type"), end.get("exc_message")
@@ -76,6 +79,8 @@ def conclude(
     unreached = active.spec.mutant is not None and reached["reached"] is False
     if unreached and status in UNREACHED_FROM:
         status = "unreached"
+    elif raised.stillborn(active.spec.mutant, child_end, status):
+        status = "stillborn"
     row = result_row(active.spec, active.key, status, exc_type, message, counters)
     row.update(reached)
     row.update(
