@@ -16,6 +16,7 @@ from experiments.report.tables import CatalogTables
 from experiments.symptoms import (
     NOOP,
     SEVERITY_ORDER,
+    UNJUDGED,
     assign_roles,
     disagreement,
     judge,
@@ -117,18 +118,24 @@ def annotate_symptoms(
     expected = [info.expected if info else None for info in infos]
     position = symptoms.columns.get_loc("measured")
     symptoms.insert(position, "expected", expected)
+    # An unjudged row is no verdict: it neither agrees nor disagrees with the declared one.
     symptoms.insert(
         position + 2,
         "agrees",
-        [None if exp is None else exp == got for exp, got in zip(expected, symptoms["measured"])],
+        [
+            None if exp is None or got == UNJUDGED else exp == got
+            for exp, got in zip(expected, symptoms["measured"])
+        ],
     )
     # A declared equivalent mutant (measured, experiments/symptoms/equivalents.py) says so
-    # instead of an unexplained "silent".
+    # instead of an unexplained "silent"; an unjudged one says why and how to measure it.
     symptoms.insert(
         position + 3,
         "why",
         [
-            why_equivalent(row["loop"], row["identity"]) or disagreement(row, exp)
+            _text(row.get("unjudged_reason"))
+            or why_equivalent(row["loop"], row["identity"])
+            or disagreement(row, exp)
             for row, exp in zip(symptoms.to_dict("records"), expected)
         ],
     )
@@ -139,6 +146,10 @@ def annotate_symptoms(
         ["loop", "device", "_order", "operator", "identity"], kind="stable"
     )
     return symptoms.drop(columns="_order").reset_index(drop=True)
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _curves_frame(runs: list[LoadedRun]) -> pd.DataFrame:

@@ -25,7 +25,7 @@ MECHANISMS = ("eval_mode_training", "grad_in_eval", "init_loss_off", "loss_floor
 def disagreement(row: Mapping[str, Any], expected: str | None) -> str:
     """Why ``row['measured']`` differs from ``expected``; empty when they agree."""
     measured = row.get("measured")
-    if not expected or measured in (expected, "invalid", "unreached", None):
+    if not expected or measured in (expected, "invalid", "unreached", "unjudged", None):
         return ""
     fractions: dict[str, float] = json.loads(row.get("label_fractions") or "{}")
     quality = _quality(row)
