@@ -104,11 +104,12 @@ def mutant_row(
     ).most_common(1)
     reason = unjudged_reason(measured, judged, ref)
     # What the outcome column says when no outcome label fired.
+    unmeasured = not any(v.quality for v in judged if v.finished)
     nothing_fired = (
         TOO_FEW
         if reason.startswith(TOO_FEW)
         else "not measured"
-        if reason.startswith(NO_MEASURE)
+        if reason.startswith(NO_MEASURE) or unmeasured
         else "as reference"
     )
     row: dict[str, Any] = {
