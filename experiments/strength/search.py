@@ -149,7 +149,8 @@ class Evaluator:
             outcome=str(row.get("outcome")),
             symptoms=symptoms,
             metric=float(metric) if metric is not None else None,
-            shows_outcome=measured not in ("silent", "unreached"),
+            # unjudged is no verdict: it shows nothing (docs/truth.md).
+            shows_outcome=measured not in ("silent", "unreached", "unjudged"),
             shows_symptom=bool(symptoms),
         )
 

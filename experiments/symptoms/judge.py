@@ -15,7 +15,7 @@ from experiments.symptoms.summary import mutant_row, symptom_columns
 from experiments.symptoms.verdict import RunVerdict, scale_changes, verdict
 from experiments.symptoms.vocabulary import MARKERS, base_name
 
-STATUS_BASES = ("crash", "oom", "timeout")
+STATUS_BASES = ("crash", "oom", "timeout", "nan")
 
 
 @dataclass
@@ -79,7 +79,8 @@ def judge(runs: pd.DataFrame) -> Judgement:
 
 def control_labels(judged: list[RunVerdict]) -> frozenset[str]:
     """Base names of the labels the noop control showed on any of its runs. A status (a
-    crash, a timeout) is what happened to that run, whoever else shares it: not included."""
+    crash, a timeout, a non-finite loss) is what happened to that run, whoever else shares
+    it: not included."""
     return frozenset(
         base_name(label)
         for run_verdict in judged
