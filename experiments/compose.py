@@ -37,6 +37,7 @@ def to_sweep(cfg: DictConfig) -> sweeps.Sweep:
         mutate=tuple(str(entry) for entry in loop_cfg.mutate),
         flag_style=loop_cfg.flag_style,
         holdout=loop_cfg.holdout,
+        metrics=loop_cfg.metrics,
     )
     seeds = list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
     return sweeps.Sweep(

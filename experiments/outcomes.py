@@ -23,7 +23,7 @@ from experiments.trace import TRACE_FILE, read_trace
 EXAMPLE_CHARS = 120
 # Labels judged from reported validation numbers (experiments.symptoms reads their
 # val_* features); without a report() call they can never fire.
-VALIDATION_LABELS = ("overfits", "chance_val", "too_good")
+VALIDATION_LABELS = ("overfits", "too_good")
 REPORT_LINE = (
     "from experiments.telemetry import report; "
     "report(epoch=epoch, val_loss=val_loss, val_metric=val_accuracy)  # once per epoch"

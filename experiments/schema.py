@@ -42,6 +42,9 @@ class LoopConfig:
     # "module:function" the harness runs on the trained model after the script ends (its
     # own data and metric, code the mutant cannot touch); null: the script's val metric.
     holdout: str | None = None
+    # A regex with named groups val_loss / val_metric (optional train_loss, step, epoch)
+    # read in the script's printed and logged lines (docs/own-script.md).
+    metrics: str | None = None
 
 
 @dataclass

@@ -25,7 +25,16 @@ A run folder holds:
     ``eval_forwards`` (forwards whose output got no gradient), of which
     ``eval_forwards_grad`` ran with grad enabled (a wasted graph).
   - ``report``: whatever the script passed to ``experiments.telemetry.report``
-    (``epoch``, ``train_loss``, ``val_loss``, ``val_metric``...).
+    (``epoch``, ``train_loss``, ``val_loss``, ``val_metric``...), with ``source:
+    "report"``; or, written when the script ends, numbers it printed or logged
+    (``source``: ``pattern``, ``tensorboard``, ``wandb``, ``lightning``, ``logging``,
+    ``stdout``, ``stderr``; plus ``split``, ``names``, ``val_metric_kind``), one series
+    per field, never one the script reported itself (``experiments/capture``).
+  - ``metric``: one per printed line or logging call that showed an evaluation's number
+    (``source``, ``step``, ``epoch``, ``at``, ``numbers``): the evidence behind those.
+  - ``capture``: once, before ``end``: ``measured_by`` (per ``val_loss``/``val_metric``,
+    the source that measured it, or null), ``names``, ``events``, ``pattern``,
+    ``written``, ``errors``.
   - ``end``: ``status`` and the final counters (written by the child if it can;
     otherwise the parent appends it). Fields: ``status``, ``exc_type``, ``exc_message``,
     ``exit_code``, ``nonfinite`` (``[kind, i]`` of the first non-finite ``backward`` or

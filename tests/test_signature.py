@@ -46,6 +46,9 @@ def test_outcome_source_names_where_the_outcome_numbers_came_from():
     assert signature(held_out, result, n_classes=None)["outcome_source"] == "holdout"
     failed = [*records, {"kind": "holdout", "error": "RuntimeError: shape"}]
     assert signature(failed, result, n_classes=None)["outcome_source"] == "report"
+    # A val metric and a val loss from two sources: the metric's measures the model.
+    mixed = [*captured, {"kind": "report", "val_loss": 0.3, "source": "tensorboard"}]
+    assert signature(mixed, result, n_classes=None)["outcome_source"] == "stdout"
     silent = [record for record in records if record["kind"] != "report"]
     assert signature(silent, result, n_classes=None)["outcome_source"] == "none"
 

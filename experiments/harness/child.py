@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments import capture as reported
 from experiments import telemetry as telemetry_api
 from experiments.harness import reaper, tracecap
 from experiments.harness import status as rules
@@ -207,7 +208,10 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
     observed = bool(config.get("telemetry", True))
     if observed:
         telemetry.install()
-    telemetry_api.set_sink(lambda metrics: writer.record("report", **metrics))
+    # Numbers the script reports itself, logs or prints (experiments/capture): hooks
+    # installed before it starts; report() goes through them to be tagged with its source.
+    captured = reported.start(writer, config.get("metrics"), observe=observed)
+    telemetry_api.set_sink(captured.report)
     # -- held-out evaluation (experiments/harness/holdout.py): capture the trained model --
     capture = None
     if config.get("holdout"):
@@ -222,6 +226,9 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
         counters: dict[str, Any] = {**telemetry.finish(), "telemetry": observed}
         # Read before the held-out evaluation: its cost is the harness's, not the script's.
         cpu_s = round(time.process_time() - cpu_started, 4)
+        # Before the held-out evaluation (whose output is not the script's): reads the
+        # run's stdout/stderr and writes the resolved report records.
+        captured.finish(run_dir)
         # -- held-out evaluation: only a script that ended normally has a trained model --
         if capture is not None and _exit_code(error) == 0:
             telemetry.remove()  # the evaluation's forwards and losses are not the run's
@@ -277,6 +284,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
         if capture is not None:
             capture.remove()
         guard.uninstall()
+        reported.stop(captured)
         outcome["peak_rss_mb"] = reuse.peak_memory_mb()
     return code
 

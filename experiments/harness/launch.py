@@ -62,6 +62,7 @@ def prepare(
         "module_target": module_target,
         "module_source_path": str(folder / MUTANT_FILE) if module_target else None,
         "holdout": spec.holdout,
+        "metrics": spec.metrics,
         "parent_pid": os.getpid(),
         "start_method": method,
         "key": key,

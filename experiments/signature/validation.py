@@ -74,13 +74,18 @@ def holdout_features(
 
 def outcome_source(reports: list[dict[str, Any]], features: Mapping[str, Feature]) -> str:
     """``holdout`` when the held-out evaluation measured the model, else the origin of the
-    last reported validation number (``report``, ``stdout``, ...), else ``none``."""
+    reported val metric, else of the val loss (the order ``symptoms.outcome`` measures by:
+    ``report``, ``stdout``, ...; capture takes one series per field), else ``none``."""
     if isinstance(features.get("holdout_metric"), int | float):
         return "holdout"
-    for report in reversed(reports):
-        if _val_metric(report) is not None or report.get("val_loss") is not None:
-            source = report.get("source")
-            return source if isinstance(source, str) and source else "report"
+    for has_field in (
+        lambda report: _val_metric(report) is not None,
+        lambda report: report.get("val_loss") is not None,
+    ):
+        for report in reversed(reports):
+            if has_field(report):
+                source = report.get("source")
+                return source if isinstance(source, str) and source else "report"
     return "none"
 
 

@@ -31,7 +31,7 @@ def format_labels(
     stable: bool,
     control: Collection[str] = (),
 ) -> str:
-    """``no_learning 5/5, chance_val 5/5`` (stable) or the labels under 80% (unstable); a
+    """``no_learning 5/5, worse_model 5/5`` (stable) or the labels under 80% (unstable); a
     label the loop's noop control also shows (``control``: base names) is marked so."""
     chosen = [
         (label, share) for label, share in fractions.items() if (share >= STABLE_FRACTION) == stable
