@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from fixtures_runs import LOOP, RunSpec, write_run, write_study
@@ -16,9 +17,11 @@ from experiments.report import render_report_html, render_study_md, render_sympt
 from experiments.symptoms import (
     SEVERITY_ORDER,
     UNJUDGED,
+    Reference,
     RunVerdict,
     control_warnings,
     severity_median,
+    verdict,
 )
 from mutator.operator import SEVERITIES
 
@@ -163,6 +166,32 @@ def test_a_reported_val_loss_alone_measures_the_model(tmp_path):
     assert found[LEAK_LABELS[1]]["measured"] == UNJUDGED
     assert "better than the reference can reach" in found[LEAK_LABELS[1]]["unjudged_reason"]
     assert found[SLOW[1]]["outcome_source"].startswith("the script's own val loss (report")
+
+
+def test_a_reported_number_that_beats_the_reference_is_not_trusted():
+    """Targets equal to the inputs: the model learns to copy, and the val loss the script
+    computes through the same broken batches falls below the correct loop's (measured on
+    the nanoGPT-style trainer at 240 iterations: 1.42 against 1.76)."""
+    ref = Reference(
+        {
+            "val_loss_final": np.array([1.75, 1.76, 1.74, 1.77, 1.76]),
+            "initial_loss": np.array([1.66, 1.67, 1.66, 1.65, 1.67]),
+        },
+        0.0,
+        5,
+        (0, 1, 2, 3, 4),
+    )
+    copies = {"status": "ok", "val_loss_final": 1.42, "initial_loss": 1.47}
+    found = verdict(copies, ref)
+    assert found.quality == "val_loss" and "too_good" in found.labels
+    assert found.severity == UNJUDGED
+    # Within the reference's spread: as good, as far as the script's number can tell.
+    assert verdict({**copies, "val_loss_final": 1.70}, ref).severity == "silent"
+    # Worse: a verdict the number can give.
+    assert verdict({**copies, "val_loss_final": 2.2}, ref).severity == "degrades"
+    # Lower, but on another loss scale (another loss function): not a better model.
+    other_scale = {**copies, "initial_loss": 0.4}
+    assert "too_good" not in verdict(other_scale, ref).labels
 
 
 def test_a_loss_function_mutant_is_not_measured_by_its_own_loss(tmp_path):

@@ -9,7 +9,7 @@ from collections import Counter
 import pandas as pd
 
 from experiments.symptoms import HOW_TO_MEASURE, MIN_SPREAD_SEEDS, UNJUDGED, control_warnings
-from experiments.symptoms.unjudged import NO_MEASURE, TOO_FEW
+from experiments.symptoms.unjudged import NO_MEASURE, REPORTED_BETTER, TOO_FEW
 
 
 def verdict_notes(symptoms: pd.DataFrame) -> list[str]:
@@ -36,7 +36,9 @@ def _reason_kind(reason: str) -> str:
     for kind in (TOO_FEW, NO_MEASURE):
         if reason.startswith(kind):
             return kind
-    return "control" if "control" in reason else "other"
+    if "control" in reason:
+        return "control"
+    return "better" if REPORTED_BETTER in reason else "other"
 
 
 def _advice(kind: str) -> str:
@@ -49,4 +51,9 @@ def _advice(kind: str) -> str:
         return f"{NO_MEASURE} (the curve cannot tell silent from degrades): {HOW_TO_MEASURE}"
     if kind == "control":
         return "their evidence also shows on the unmutated control"
+    if kind == "better":
+        return (
+            "the script's own number says their model beats the reference's, and nothing "
+            "independent checks it: name a held-out evaluation (loop.holdout=module:function)"
+        )
     return "see the why column of symptoms.md"

@@ -64,10 +64,14 @@ def disagreement(row: Mapping[str, Any], expected: str | None) -> str:
 
 
 def _quality(row: Mapping[str, Any]) -> str:
-    for feature, title in (("holdout_metric", "held-out"), ("val_metric_final", "reported val")):
+    for feature, title in (
+        ("holdout_metric", "held-out metric"),
+        ("val_metric_final", "reported val metric"),
+        ("val_loss_final", "reported val loss"),
+    ):
         mine, ref = row.get(f"mutant_{feature}"), row.get(f"ref_{feature}")
         if is_number(mine) and is_number(ref):
-            return f"{title} metric {mine:.3f} vs reference {ref:.3f}"
+            return f"{title} {mine:.3f} vs reference {ref:.3f}"
     return ""
 
 

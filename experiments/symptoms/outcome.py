@@ -52,7 +52,8 @@ def _worse_than_reference(run: Run, ref: Reference, source: str) -> bool:
 
 def _has_chance(run: Run, ref: Reference, source: str) -> bool:
     if source == "val_loss":  # an untrained model's loss: the reference's first loss
-        return ref.center("initial_loss") is not None
+        untrained, center = ref.center("initial_loss"), ref.center("val_loss_final")
+        return untrained is not None and center is not None and untrained > center
     return is_number(run.get("holdout_chance")) or is_number(run.get("val_metric_vs_chance"))
 
 
@@ -64,7 +65,9 @@ def _margins(run: Run, ref: Reference, source: str) -> tuple[float, float, float
         untrained = ref.center("initial_loss")
         if not is_number(loss) or center is None:
             return None
-        margin = untrained - center if untrained is not None else abs(center)
+        # The first training loss is the untrained model's only on the val loss's scale: a
+        # script that divides its loss for gradient accumulation starts below its val loss.
+        margin = untrained - center if untrained is not None and untrained > center else 0.0
         return -float(loss), -center, margin
     feature = QUALITY_FEATURE[source]
     metric, center = run.get(feature), ref.center(feature)
@@ -94,7 +97,34 @@ def _worse_model(run: Run, ref: Reference, context: Context) -> bool:
     if found is None or not _worse_than_reference(run, ref, source):
         return False
     metric, center, margin = found
-    return center - metric > max(PRACTICAL_SHARE * abs(margin), 0.005)
+    return center - metric > _practical(margin, center)
+
+
+def reported_better(run: Run, ref: Reference, source: str) -> bool:
+    """The script's own number says the mutant's model beats the reference's, beyond its
+    spread and by a difference that matters: a bug rarely improves a model, and nothing
+    independent checks the number (``curve._too_good`` reads it as such)."""
+    found = _margins(run, ref, source)
+    feature = QUALITY_FEATURE[source]
+    better = ref.below(run, feature) if source == "val_loss" else ref.above(run, feature)
+    if found is None or not better:
+        return False
+    if source == "val_loss" and not same_loss_scale(run, ref):
+        return False  # a lower number of another loss function, not a better model
+    metric, center, margin = found
+    return metric - center > _practical(margin, center)
+
+
+def same_loss_scale(run: Run, ref: Reference) -> bool:
+    """The first training loss within 20% of the reference's: the same loss function."""
+    init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
+    return is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
+
+
+def _practical(margin: float, center: float) -> float:
+    """The smallest change of quality that matters: a share of the margin over chance, or
+    of the value itself where no chance level is known."""
+    return max(PRACTICAL_SHARE * abs(margin or center), 0.005)
 
 
 # Curve symptoms that mean training itself went differently from the reference's.
@@ -111,8 +141,7 @@ TRAINING_SYMPTOMS = (
 
 def _training_as_reference(run: Run, ref: Reference, context: Context) -> bool:
     """Same loss scale, same descent, no training symptom, same model: training unchanged."""
-    init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
-    same_start = is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
+    same_start = same_loss_scale(run, ref)
     ratio, ref_ratio = run.get("final_over_initial"), ref.center("final_over_initial")
     same_descent = (
         is_number(ratio)

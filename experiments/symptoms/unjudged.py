@@ -23,6 +23,7 @@ HOW_TO_MEASURE = (
 )
 NO_MEASURE = "no quality measure"
 TOO_FEW = "too few seeds"
+REPORTED_BETTER = "better than the reference can reach"
 
 
 def too_few_text(ref: Reference) -> str:
@@ -51,7 +52,7 @@ def unjudged_reason(measured: str, verdicts: Sequence[RunVerdict], ref: Referenc
         )
     if any(v.quality in REPORTED and "too_good" in v.labels for v in finished):
         return (
-            "the reported validation number is better than the reference can reach and no "
-            "held-out evaluation checks it (loop.holdout=module:function would)"
+            f"the reported validation number is {REPORTED_BETTER} and no held-out "
+            "evaluation checks it (loop.holdout=module:function would)"
         )
     return f"{NO_MEASURE} on some seeds; {HOW_TO_MEASURE}"
