@@ -1,0 +1,129 @@
+"""The pytest plugin of every mutant's run: which tests ran, which failed and why.
+
+It keeps only the tests a mutant needs (``selection``, by node id) and reports each
+failure with its exception (``experiments.stillborn.Raised``), the failed test ids (the
+"killed by" column) and each test's time. In the baseline it also drives the line
+recorder's contexts (``lines``). A forked run passes an ``Observer`` to ``pytest.main``;
+a run in a new interpreter loads this module with ``-p`` and configures it from the
+file named by ``$TRAINWRECK_MT_PLUGIN`` (written back to its ``result`` path at the end).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+import pytest
+
+from experiments.mutation_testing.lines import FIXTURE, LineRecorder
+from experiments.stillborn import from_exception
+
+ENV = "TRAINWRECK_MT_PLUGIN"
+COLLECTION = "<collection>"  # the id of a failure outside any test
+
+
+class Observer:
+    def __init__(
+        self,
+        selection: list[str] | None = None,
+        aliases: Mapping[str, str] | None = None,
+        recorder: LineRecorder | None = None,
+    ) -> None:
+        self.selection = None if selection is None else set(selection)
+        self.aliases = {os.path.realpath(path): name for path, name in (aliases or {}).items()}
+        self.recorder = recorder
+        self.items: list[dict[str, Any]] = []
+        self.failed: list[str] = []
+        self.errors: list[dict[str, Any]] = []
+        self.durations: dict[str, float] = {}
+        self.deselected = 0
+
+    def _file(self, path: str) -> str:
+        return self.aliases.get(os.path.realpath(path), path)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+        if self.selection is not None:
+            kept = [item for item in items if item.nodeid in self.selection]
+            dropped = [item for item in items if item.nodeid not in self.selection]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+                self.deselected = len(dropped)
+            items[:] = kept
+        self.items = [
+            {"id": item.nodeid, "fixtures": sorted(getattr(item, "fixturenames", ()))}
+            for item in items
+        ]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
+        if self.recorder is None:
+            return (yield)
+        self.recorder.enter(item.nodeid)
+        try:
+            return (yield)
+        finally:
+            self.recorder.leave()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any):
+        wide = self.recorder is not None and fixturedef.scope != "function"
+        if wide:
+            self.recorder.enter(FIXTURE + fixturedef.argname)
+        try:
+            return (yield)
+        finally:
+            if wide:
+                self.recorder.leave()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+        if report.failed and report.nodeid not in self.failed:
+            self.failed.append(report.nodeid)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.failed.append(f"{COLLECTION}:{report.nodeid}")
+
+    def pytest_exception_interact(self, node: Any, call: Any, report: Any) -> None:
+        if call.excinfo is None:
+            return
+        raised = from_exception(call.excinfo.value, self._file)
+        self.errors.append({"id": node.nodeid, **asdict(raised)})
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "items": self.items,
+            "failed": self.failed,
+            "errors": self.errors,
+            "durations": self.durations,
+            "deselected": self.deselected,
+        }
+
+
+_from_env: Observer | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Loaded by ``-p`` in a new interpreter: configure from ``$TRAINWRECK_MT_PLUGIN``."""
+    global _from_env
+    spec_path = os.environ.get(ENV)
+    if not spec_path or _from_env is not None:
+        return
+    with open(spec_path, encoding="utf-8") as handle:
+        spec = json.load(handle)
+    _from_env = Observer(spec.get("selection"), spec.get("aliases"))
+    _from_env.spec = spec  # type: ignore[attr-defined]
+    config.pluginmanager.register(_from_env, "trainwreck-mutation-observer")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _from_env is None:
+        return
+    result = {**_from_env.result(), "pytest_exit": int(exitstatus)}
+    path = _from_env.spec["result"]  # type: ignore[attr-defined]
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(result, handle)
