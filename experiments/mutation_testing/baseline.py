@@ -25,15 +25,14 @@ class BaselineFailed(UserError):
 
 def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, Any]:
     prepared = runs.prepare(setting, 0, None)
-    spec = runs.pytest_spec(setting, prepared, None, None, record=targets)
-    runs.start_pytest(pool, "baseline", DEFAULT_TIMEOUT_S, spec, setting.fresh)
+    runs.start(setting, pool, "baseline", DEFAULT_TIMEOUT_S, prepared, None, record=targets)
     finished = next(iter(pool.wait()))
-    result, tail = runs.collect(prepared)
-    if finished.exit_code is None or result is None or result.get("pytest_exit") != 0:
+    result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
+    if finished.exit_code is None or result is None or result.get("exit") != 0:
         how = (
             "did not end within an hour"
             if finished.exit_code is None
-            else f"failed (pytest exit status {result.get('pytest_exit')})"
+            else f"failed (exit status {result.get('exit')})"
             if result
             else f"died (exit status {finished.exit_code})"
         )
@@ -43,10 +42,12 @@ def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, A
             f"make it pass in {setting.root} first\nlast lines of its output:\n{tail_lines}"
         )
     names = {os.path.realpath(target.path): target.name for target in targets}
-    lines = {
-        context: {names.get(path, path): hit for path, hit in files.items()}
-        for context, files in (result.get("lines") or {}).items()
-    }
+    lines = None  # not recorded: any command but pytest
+    if result.get("lines") is not None:
+        lines = {
+            context: {names.get(path, path): hit for path, hit in files.items()}
+            for context, files in result["lines"].items()
+        }
     return {
         "wall_s": finished.wall_s,
         "items": result.get("items") or [],

@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from experiments.harness import guard, modules, reach
+from experiments.harness import guard
 from experiments.harness.child import _die_with_parent, _redirect_output
+from experiments.mutation_testing import serve
 from experiments.mutation_testing.lines import COLLECT, LineRecorder
 from experiments.mutation_testing.plugin import Observer
 
@@ -68,7 +69,7 @@ def run(spec: dict[str, Any]) -> int:
     probed: set[int] = set()
     mutant = spec.get("mutant")
     if mutant:
-        counters, probed = _serve_mutant(mutant)
+        counters, probed = serve.install(mutant)
         aliases = {path: mutant["name"] for path in mutant["paths"]}
     recorder = LineRecorder(spec["record"]) if spec.get("record") else None
     spawned: set[str] = set()
@@ -93,7 +94,7 @@ def run(spec: dict[str, Any]) -> int:
             recorder.stop()
     result = {
         **observer.result(),
-        "pytest_exit": exit_code,
+        "exit": exit_code,
         "wall_s": time.perf_counter() - started,
         "reach": [count if index in probed else None for index, count in enumerate(counters)]
         if mutant
@@ -104,20 +105,6 @@ def run(spec: dict[str, Any]) -> int:
     guard.uninstall()
     _write_json(run_dir / RESULT_FILE, result)
     return 0
-
-
-def _serve_mutant(mutant: dict[str, Any]) -> tuple[list[int], set[int]]:
-    """Import hooks serving the mutant (probed) for the file at each of its paths."""
-    regions = mutant["regions"]
-    counters = reach.install_counters(len(regions))
-    source = mutant["source"]
-    try:
-        code, probed = reach.compile_probed(source, mutant["paths"][0], regions)
-    except (SyntaxError, ValueError, RecursionError):
-        code, probed = compile(source, mutant["paths"][0], "exec"), set()
-    for path in mutant["paths"]:
-        modules.install(path, source, code)
-    return counters, probed
 
 
 def _private_path(path: list[str], root: str, workdir: str, cwd_first: bool) -> list[str]:

@@ -95,7 +95,7 @@ def jobs(
                     mutant=mutant,
                     operator_labels=(site.operator.label,),
                     line=min(mutant.lines) if mutant.lines else site.line,
-                    declares_crash=declares_crash(mutant.operators),
+                    declares_crash=declares_crash([site.operator]),
                     checks=tuple(dict.fromkeys(checks.get(n, "") for n in mutant.operators)),
                 )
             )

@@ -71,7 +71,7 @@ def classify(
         return "killed", ["<the test process died>"], f"exit {exit_code} {last[0]}".strip()
     reached = reach_summary(result.get("reach"))["reached"]
     failed = list(result.get("failed") or [])
-    passed = int(result.get("pytest_exit", exit_code)) == 0
+    passed = int(result.get("exit", exit_code)) == 0
     if reached is False and trust_reach:
         if passed:
             return "unreached", [], "the changed lines never ran"
@@ -85,4 +85,4 @@ def classify(
             return "stillborn", [], f"{raised.name} at line {line}: {raised.message}"[:300]
     if passed:
         return "survived", [], ""
-    return "killed", failed or ["<the command failed>"], ""
+    return "killed", failed or [f"<exit status {result.get('exit', exit_code)}>"], ""

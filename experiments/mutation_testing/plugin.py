@@ -3,14 +3,11 @@
 It keeps only the tests a mutant needs (``selection``, by node id) and reports each
 failure with its exception (``experiments.stillborn.Raised``), the failed test ids (the
 "killed by" column) and each test's time. In the baseline it also drives the line
-recorder's contexts (``lines``). A forked run passes an ``Observer`` to ``pytest.main``;
-a run in a new interpreter loads this module with ``-p`` and configures it from the
-file named by ``$TRAINWRECK_MT_PLUGIN`` (written back to its ``result`` path at the end).
+recorder's contexts (``lines``). ``child`` passes an ``Observer`` to ``pytest.main``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -21,7 +18,6 @@ import pytest
 from experiments.mutation_testing.lines import FIXTURE, LineRecorder
 from experiments.stillborn import from_exception
 
-ENV = "TRAINWRECK_MT_PLUGIN"
 COLLECTION = "<collection>"  # the id of a failure outside any test
 
 
@@ -102,28 +98,3 @@ class Observer:
             "durations": self.durations,
             "deselected": self.deselected,
         }
-
-
-_from_env: Observer | None = None
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Loaded by ``-p`` in a new interpreter: configure from ``$TRAINWRECK_MT_PLUGIN``."""
-    global _from_env
-    spec_path = os.environ.get(ENV)
-    if not spec_path or _from_env is not None:
-        return
-    with open(spec_path, encoding="utf-8") as handle:
-        spec = json.load(handle)
-    _from_env = Observer(spec.get("selection"), spec.get("aliases"))
-    _from_env.spec = spec  # type: ignore[attr-defined]
-    config.pluginmanager.register(_from_env, "trainwreck-mutation-observer")
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _from_env is None:
-        return
-    result = {**_from_env.result(), "pytest_exit": int(exitstatus)}
-    path = _from_env.spec["result"]  # type: ignore[attr-defined]
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(result, handle)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.harness import reach, workdir
-from experiments.mutation_testing import child
+from experiments.mutation_testing import boot, child
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
 from experiments.mutation_testing.forkserver import Pool
@@ -64,7 +64,7 @@ def pytest_spec(
 ) -> dict[str, Any]:
     # No cache folder in the project, and no five gc.collect() per run (0.1 s) to report
     # unraisable exceptions as warnings, which never decide whether a test passes.
-    args = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *setting.command.pytest_args]
+    args = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *(setting.command.pytest_args or ())]
     if not any(arg.startswith("--basetemp") for arg in args):
         args.append(f"--basetemp={prepared.run_dir / 'tmp'}")
     spec: dict[str, Any] = {
@@ -101,12 +101,55 @@ def start_pytest(pool: Pool, key: Any, timeout_s: float, spec: dict[str, Any], f
     pool.spawn(key, timeout_s, argv, env=env, stdin=subprocess.DEVNULL)
 
 
-def collect(prepared: Prepared) -> tuple[dict[str, Any] | None, str]:
+def start(
+    setting: Setting,
+    pool: Pool,
+    key: Any,
+    timeout_s: float,
+    prepared: Prepared,
+    job: Job | None,
+    selection: list[str] | None = None,
+    record: list[Target] | None = None,
+) -> None:
+    """Start the run: pytest in a fork (or a new interpreter), any other command as it is."""
+    spec = pytest_spec(setting, prepared, job, selection, record)
+    if setting.command.is_pytest:
+        start_pytest(pool, key, timeout_s, spec, setting.fresh)
+        return
+    (prepared.run_dir / child.SPEC_FILE).write_text(json.dumps(spec), encoding="utf-8")
+    boot_dir = boot.write_folder(setting.scratch / "boot")
+    env = {**os.environ, boot.ENV: str(prepared.run_dir / child.SPEC_FILE)}
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(boot_dir), env.get("PYTHONPATH"), str(REPO)])
+    )
+    with (
+        open(prepared.run_dir / "stdout.txt", "wb") as out,
+        open(prepared.run_dir / "stderr.txt", "wb") as err,
+    ):
+        pool.spawn(
+            key,
+            timeout_s,
+            list(setting.command.argv),
+            cwd=prepared.workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+        )
+
+
+def collect(
+    prepared: Prepared, exit_code: int | None, is_pytest: bool = True
+) -> tuple[dict[str, Any] | None, str]:
     """The run's result (None when it left none) and the tail of its output; then the
     run's folder and private copy are removed."""
     result = None
-    with contextlib.suppress(OSError, ValueError):
-        result = json.loads((prepared.run_dir / child.RESULT_FILE).read_text(encoding="utf-8"))
+    if is_pytest:
+        with contextlib.suppress(OSError, ValueError):
+            text = (prepared.run_dir / child.RESULT_FILE).read_text(encoding="utf-8")
+            result = json.loads(text)
+    elif exit_code is not None:
+        result = {"exit": exit_code, **boot.collect(prepared.run_dir)}
     tail = ""
     for name in ("stdout.txt", "stderr.txt"):
         with contextlib.suppress(OSError):

@@ -71,10 +71,8 @@ def run(
     todo = [job for job in jobs if job.identity not in rows]
     outcome = Outcome([], None)
     if todo:
-        if not options.command.is_pytest:
-            raise NotImplementedError("non-pytest commands")
         fresh = options.fresh or not fork_is_safe()
-        if not fresh:
+        if options.command.is_pytest and not fresh:
             warm()
         scratch = Path(tempfile.mkdtemp(prefix="trainwreck-test-"))
         setting = runs.Setting(options.root, options.out, scratch, options.command, fresh)
@@ -127,21 +125,20 @@ def _run_all(
             job, chosen = pending.pop(0)
             number += 1
             prepared = runs.prepare(setting, number, job)
-            spec = runs.pytest_spec(setting, prepared, job, chosen.tests)
             own = sum(durations.get(test, 0.0) for test in chosen.tests or durations)
             timeout = options.timeout_factor * (overhead + own) + TIMEOUT_SLACK_S
-            runs.start_pytest(pool, number, timeout, spec, setting.fresh)
+            runs.start(setting, pool, number, timeout, prepared, job, chosen.tests)
             started[number] = (job, chosen, prepared)
         for finished in pool.wait():
             job, chosen, prepared = started.pop(finished.key)
-            result, tail = runs.collect(prepared)
+            result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
             status, killed_by, detail = classify(job, finished.exit_code, result, tail, trust_reach)
             ran = (result or {}).get("durations") or {}
             yield row_for(
                 job,
                 status,
                 killed_by=killed_by,
-                tests_run=len(ran) if result else None,
+                tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
                 detail=detail,
