@@ -97,9 +97,6 @@ def is_stillborn(
     return not declares_crash and is_python_level(raised) and raised_at(raised.frames, changed)
 
 
-def declares_crash(operator_names: Iterable[str]) -> bool:
-    """Whether any of a mutant's operators says its bug is a crash."""
-    from mutations.registry import operator_classes
-
-    classes = operator_classes()
-    return any(getattr(classes.get(name), "expected", None) == "crash" for name in operator_names)
+def declares_crash(operators: Iterable[object]) -> bool:
+    """Whether any of a mutant's operators (instances or classes) says its bug is a crash."""
+    return any(getattr(operator, "expected", None) == "crash" for operator in operators)

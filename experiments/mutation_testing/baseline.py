@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from experiments.cli_support import UserError
+from experiments.harness import workdir
 from experiments.mutation_testing import runs
 from experiments.mutation_testing.discovery import Target
 from experiments.mutation_testing.forkserver import Pool
@@ -25,8 +26,12 @@ class BaselineFailed(UserError):
 
 def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, Any]:
     prepared = runs.prepare(setting, 0, None)
-    runs.start(setting, pool, "baseline", DEFAULT_TIMEOUT_S, prepared, None, record=targets)
-    finished = next(iter(pool.wait()))
+    try:
+        runs.start(setting, pool, "baseline", DEFAULT_TIMEOUT_S, prepared, None, record=targets)
+        finished = next(iter(pool.wait()))
+    except BaseException:
+        workdir.remove(prepared.workdir)
+        raise
     result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
     if finished.exit_code is None or result is None or result.get("exit") != 0:
         how = (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,8 @@ def run_forked(spec: dict[str, Any]) -> NoReturn:
     code = SETUP_FAILED
     try:
         os.setpgid(0, 0)  # the parent ends the whole group on timeout or Ctrl-C
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handlers
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         _die_with_parent(spec["parent_pid"])
         code = run(spec)
     except BaseException:

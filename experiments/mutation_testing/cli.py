@@ -15,7 +15,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments import interrupt
 from experiments.cli_support import Parser, UserError
 from experiments.mutation_testing import command as commands
 from experiments.mutation_testing import discovery, output, report
@@ -178,7 +177,6 @@ def _session(args, root, out, command, targets, jobs) -> int:
         fresh=args.fresh,
         select_tests=not args.all_tests,
     )
-    interrupt.ready()
     done = session.run(options, targets, jobs, progress=_progress)
     rows = done.rows
     print(report.terminal(rows, jobs))

@@ -18,6 +18,7 @@ import gc
 import importlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.harness import reaper
+
+_warm_folders: list[str] = []  # removed by ``loading``'s exit too
 
 
 def warm() -> None:
@@ -54,7 +57,9 @@ def _empty_session() -> None:
     against 0.3 s per child on the fixture project)."""
     import pytest
 
-    with tempfile.TemporaryDirectory(prefix="trainwreck-warm-") as folder:
+    folder = tempfile.mkdtemp(prefix="trainwreck-warm-")
+    _warm_folders.append(folder)
+    try:
         Path(folder, "test_warm.py").write_text("def test_warm():\n    assert True\n")
         saved = os.dup(1), os.dup(2)
         null = os.open(os.devnull, os.O_WRONLY)
@@ -67,6 +72,29 @@ def _empty_session() -> None:
             os.dup2(saved[1], 2)
             for descriptor in (*saved, null):
                 os.close(descriptor)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        _warm_folders.remove(folder)
+
+
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """Ctrl-C or SIGTERM while native code loads leaves at once (130, 143): an exception
+    raised inside such an import can abort the process or half-import a module. Nothing
+    has been started or written yet."""
+
+    def leave(number: int, _frame: object) -> None:
+        sys.stderr.write("trainwreck test: interrupted\n")
+        for folder in _warm_folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        os._exit(128 + number)
+
+    previous = {number: signal.signal(number, leave) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def fork_is_safe() -> bool:

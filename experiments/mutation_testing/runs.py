@@ -64,7 +64,13 @@ def pytest_spec(
 ) -> dict[str, Any]:
     # No cache folder in the project, and no five gc.collect() per run (0.1 s) to report
     # unraisable exceptions as warnings, which never decide whether a test passes.
-    args = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", *(setting.command.pytest_args or ())]
+    args = [
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:unraisableexception",
+        *(setting.command.pytest_args or ()),
+    ]
     if not any(arg.startswith("--basetemp") for arg in args):
         args.append(f"--basetemp={prepared.run_dir / 'tmp'}")
     spec: dict[str, Any] = {

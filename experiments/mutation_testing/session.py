@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.harness import reaper
+from experiments.harness import reaper, workdir
 from experiments.mutation_testing import baseline as baseline_run
 from experiments.mutation_testing import cache as caching
 from experiments.mutation_testing import runs
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
-from experiments.mutation_testing.forkserver import Pool, fork_is_safe, warm
+from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
 from experiments.mutation_testing.outcome import Row, classify, row_for
 from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
 
@@ -73,7 +73,8 @@ def run(
     if todo:
         fresh = options.fresh or not fork_is_safe()
         if options.command.is_pytest and not fresh:
-            warm()
+            with loading():
+                warm()
         scratch = Path(tempfile.mkdtemp(prefix="trainwreck-test-"))
         setting = runs.Setting(options.root, options.out, scratch, options.command, fresh)
         pool = Pool(options.workers)
@@ -119,6 +120,16 @@ def _run_all(
         else:
             pending.append((job, chosen))
     started: dict[int, tuple[Job, Selection, runs.Prepared]] = {}
+    try:
+        yield from _run_pending(
+            options, setting, pool, durations, overhead, trust_reach, pending, started
+        )
+    finally:  # interrupted: the private copies of runs that never ended go too
+        for _job, _chosen, prepared in started.values():
+            workdir.remove(prepared.workdir)
+
+
+def _run_pending(options, setting, pool, durations, overhead, trust_reach, pending, started):
     number = 0
     while pending or started:
         while pending and not pool.full:
