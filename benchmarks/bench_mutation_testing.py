@@ -60,6 +60,7 @@ def trainwreck(project: Path, workers: int, *flags: str) -> dict:
         rows = list(csv.DictReader(handle))
     ran = [row for row in rows if float(row["wall_s"]) > 0 and row["cached"] == "False"]
     overheads = [float(row["wall_s"]) - float(row["tests_s"]) for row in ran]
+    cpu = [float(row["cpu_s"]) for row in ran]
     return {
         "wall_s": round(wall, 1),
         "mutants": len(rows),
@@ -69,6 +70,7 @@ def trainwreck(project: Path, workers: int, *flags: str) -> dict:
         "tests_s": round(sum(float(row["tests_s"]) for row in ran), 2),
         "overhead_median_s": round(statistics.median(overheads), 3) if overheads else None,
         "overhead_max_s": round(max(overheads), 3) if overheads else None,
+        "cpu_median_s": round(statistics.median(cpu), 3) if cpu else None,
     }
 
 
@@ -76,13 +78,15 @@ def mutmut(project: Path, executable: str | None) -> dict:
     found = executable or shutil.which("mutmut")
     if not found:
         return {"skipped": "mutmut is not installed (pip install mutmut; or --mutmut PATH)"}
-    version = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
     pyproject = project / "pyproject.toml"
     pyproject.write_text(
         pyproject.read_text()
         + "\n[tool.mutmut]\n"
         + 'source_paths = ["tinynet"]\n'
         + 'pytest_add_cli_args_test_selection = ["tests/"]\n'
+    )
+    version = subprocess.run(
+        [found, "--version"], cwd=project, capture_output=True, text=True, check=False
     )
     started = time.perf_counter()
     run = subprocess.run(
@@ -150,11 +154,14 @@ def main() -> None:
             print("mutmut", json.dumps(results["mutmut"]), flush=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(f"\nmachine: {machine}; workers {args.workers}")
-    print("| configuration | wall s | mutants | runs | statuses | overhead/mutant median (max) s |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| configuration | wall s | mutants | runs | statuses "
+        "| beyond tests' time, per run: median (max) s | CPU per run, median s |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, result in results.items():
         if "skipped" in result:
-            print(f"| {name} | skipped: {result['skipped']} | | | | |")
+            print(f"| {name} | skipped: {result['skipped']} | | | | | |")
             continue
         overhead = (
             f"{result['overhead_median_s']} ({result['overhead_max_s']})"
@@ -164,7 +171,7 @@ def main() -> None:
         statuses = ", ".join(f"{key} {value}" for key, value in sorted(result["statuses"].items()))
         print(
             f"| {name} | {result['wall_s']} | {result['mutants']} | {result.get('runs', '')} "
-            f"| {statuses} | {overhead} |"
+            f"| {statuses} | {overhead} | {result.get('cpu_median_s') or ''} |"
         )
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine, **results}, indent=2))

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_mutation_testing import _git
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "projects" / "tested_pkg"
@@ -113,6 +114,11 @@ def test_statuses_killed_by_unreached_and_a_rerun_that_runs_nothing(tmp_path: Pa
     assert f"### `{STEP}`" in report and "-    optimizer.zero_grad()" in report
     assert "Check: " in report
 
+    # Another file: the cached baseline recorded lines of train.py only, so it needs its own.
+    other = _test(project, "--mutate", "tinynet/model.py", "--operators", "drop_activation")
+    assert other.returncode == 0, other.stderr[-3000:]
+    assert _rows(project)["tinynet/model.py::MLP.forward::drop_activation#0"]["status"] == "killed"
+
 
 CUSTOM = '''
 """Two rewrites no shipped operator makes: an import that breaks, a loop without end."""
@@ -184,15 +190,6 @@ def test_stillborn_and_timeout(tmp_path: Path) -> None:
     status, detail = found["tinynet/train.py::<module>::test_break_import#0"]
     assert status == "stillborn" and detail.startswith("ImportError at line 6")
     assert found["tinynet/train.py::fit::test_endless_epochs#0"][0] == "timeout"
-
-
-def _git(folder: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-    )
 
 
 def test_since_runs_only_mutants_of_changed_lines(tmp_path: Path) -> None:

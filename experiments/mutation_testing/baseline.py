@@ -59,4 +59,5 @@ def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, A
         "durations": result.get("durations") or {},
         "lines": lines,
         "spawned": result.get("spawned") or [],
+        "plugins": result.get("plugins"),
     }

@@ -118,6 +118,7 @@ class Finished:
     key: Any
     exit_code: int | None  # None: killed at its deadline
     wall_s: float
+    cpu_s: float = 0.0  # unlike the wall time, not inflated by a busy machine
 
 
 class Pool:
@@ -175,17 +176,18 @@ class Pool:
     def _reap(self) -> Iterator[Finished]:
         now = time.monotonic()
         for pid, run in list(self.running.items()):
-            status = _poll(pid)
-            if status is None and now >= run.deadline:
+            polled = _poll(pid)
+            if polled is None and now >= run.deadline:
                 self._kill(run)
-                status = None
                 self._forget(run)
                 yield Finished(run.key, None, now - run.started)
                 continue
-            if status is not None:
+            if polled is not None:
+                if run.popen is not None:  # reaped here: Popen must not wait for it again
+                    run.popen.returncode = polled[0]
                 self._forget(run)
                 self._end_group(pid)
-                yield Finished(run.key, status, time.monotonic() - run.started)
+                yield Finished(run.key, polled[0], time.monotonic() - run.started, polled[1])
 
     def _kill(self, run: Running) -> None:
         reaper.kill_tree(run.pid)
@@ -214,11 +216,13 @@ class Pool:
         reaper.end_adopted(set())
 
 
-def _poll(pid: int) -> int | None:
+def _poll(pid: int) -> tuple[int, float] | None:
+    """(exit code, CPU seconds of the process and the children it waited for), or None
+    while it runs."""
     try:
-        waited, status = os.waitpid(pid, os.WNOHANG)
+        waited, status, usage = os.wait4(pid, os.WNOHANG)
     except ChildProcessError:
-        return -1
+        return -1, 0.0
     if waited == 0:
         return None
-    return os.waitstatus_to_exitcode(status)
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime

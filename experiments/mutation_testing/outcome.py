@@ -35,6 +35,7 @@ class Row:
     tests_run: int | None = None  # None: every test the command collects
     wall_s: float = 0.0
     tests_s: float = 0.0  # the selected tests' own time (pytest's durations)
+    cpu_s: float = 0.0  # the run's CPU time, which a busy machine does not inflate
     detail: str = ""
     sha256: str = ""
     cached: bool = False

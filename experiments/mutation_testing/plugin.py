@@ -36,6 +36,18 @@ class Observer:
         self.errors: list[dict[str, Any]] = []
         self.durations: dict[str, float] = {}
         self.deselected = 0
+        self.plugins: list[str] = []
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # The plugins pytest found through entry points: later runs name them with ``-p``
+        # instead of scanning every installed distribution again (``runs``).
+        self.plugins = sorted(
+            {
+                plugin.__name__
+                for plugin, _dist in config.pluginmanager.list_plugin_distinfo()
+                if isinstance(getattr(plugin, "__name__", None), str)
+            }
+        )
 
     def _file(self, path: str) -> str:
         return self.aliases.get(os.path.realpath(path), path)
@@ -97,4 +109,5 @@ class Observer:
             "errors": self.errors,
             "durations": self.durations,
             "deselected": self.deselected,
+            "plugins": self.plugins,
         }

@@ -29,6 +29,7 @@ CSV_FIELDS = (
     "tests_run",
     "wall_s",
     "tests_s",
+    "cpu_s",
     "detail",
     "sha256",
     "cached",

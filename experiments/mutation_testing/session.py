@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +80,10 @@ def run(
         pool = Pool(options.workers)
         try:
             with reaper.subreaper():
-                base_key = caching.key("baseline", options.command.argv, env)
+                # Lines are recorded for the mutated files only: a session mutating
+                # another file needs its own baseline.
+                names = sorted(target.name for target in targets)
+                base_key = caching.key("baseline", options.command.argv, names, env)
                 base = store.baseline(base_key)
                 if base is None:
                     base = baseline_run.run(setting, pool, targets)
@@ -108,10 +111,7 @@ def run(
 
 def _run_all(
     options: Options, setting: runs.Setting, pool: Pool, base: dict[str, Any], jobs: list[Job]
-):
-    durations: dict[str, float] = base.get("durations") or {}
-    overhead = max(0.0, base["wall_s"] - sum(durations.values()))
-    trust_reach = not base.get("spawned")
+) -> Iterator[Row]:
     pending: list[tuple[Job, Selection]] = []
     for job in jobs:
         chosen = select(job, base) if options.select_tests else Selection(EVERY_TEST, "all")
@@ -121,15 +121,23 @@ def _run_all(
             pending.append((job, chosen))
     started: dict[int, tuple[Job, Selection, runs.Prepared]] = {}
     try:
-        yield from _run_pending(
-            options, setting, pool, durations, overhead, trust_reach, pending, started
-        )
+        yield from _run_pending(options, setting, pool, base, pending, started)
     finally:  # interrupted: the private copies of runs that never ended go too
         for _job, _chosen, prepared in started.values():
             workdir.remove(prepared.workdir)
 
 
-def _run_pending(options, setting, pool, durations, overhead, trust_reach, pending, started):
+def _run_pending(
+    options: Options,
+    setting: runs.Setting,
+    pool: Pool,
+    base: dict[str, Any],
+    pending: list[tuple[Job, Selection]],
+    started: dict[int, tuple[Job, Selection, runs.Prepared]],
+) -> Iterator[Row]:
+    durations: dict[str, float] = base.get("durations") or {}
+    overhead = max(0.0, base["wall_s"] - sum(durations.values()))
+    trust_reach = not base.get("spawned")
     number = 0
     while pending or started:
         while pending and not pool.full:
@@ -138,7 +146,10 @@ def _run_pending(options, setting, pool, durations, overhead, trust_reach, pendi
             prepared = runs.prepare(setting, number, job)
             own = sum(durations.get(test, 0.0) for test in chosen.tests or durations)
             timeout = options.timeout_factor * (overhead + own) + TIMEOUT_SLACK_S
-            runs.start(setting, pool, number, timeout, prepared, job, chosen.tests)
+            runs.start(
+                setting, pool, number, timeout, prepared, job, chosen.tests, None,
+                base.get("plugins"),
+            )  # fmt: skip
             started[number] = (job, chosen, prepared)
         for finished in pool.wait():
             job, chosen, prepared = started.pop(finished.key)
@@ -152,6 +163,7 @@ def _run_pending(options, setting, pool, durations, overhead, trust_reach, pendi
                 tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
+                cpu_s=round(finished.cpu_s, 3),
                 detail=detail,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
