@@ -15,7 +15,8 @@ cache), one after the other:
 - ``mutmut``: mutmut 3 (``pip install mutmut``; pass its executable with ``--mutmut``)
   with its own, generic operators on the same two files, with ``OMP_NUM_THREADS=1``
   (without it, mutmut's forked children hang on torch's thread pool until their
-  timeouts); skipped with the reason when it is not installed.
+  timeouts); skipped with the reason when it is not installed. ``--mutmut-unpinned-cap S``
+  also runs it without that setting, stopped after S seconds.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -74,7 +76,7 @@ def trainwreck(project: Path, workers: int, *flags: str) -> dict:
     }
 
 
-def mutmut(project: Path, executable: str | None) -> dict:
+def mutmut(project: Path, executable: str | None, pinned: bool = True, cap_s: float = 3600) -> dict:
     found = executable or shutil.which("mutmut")
     if not found:
         return {"skipped": "mutmut is not installed (pip install mutmut; or --mutmut PATH)"}
@@ -88,15 +90,26 @@ def mutmut(project: Path, executable: str | None) -> dict:
     version = subprocess.run(
         [found, "--version"], cwd=project, capture_output=True, text=True, check=False
     )
+    env = _env(OMP_NUM_THREADS="1") if pinned else _env()
+    if not pinned:
+        env.pop("OMP_NUM_THREADS", None)
     started = time.perf_counter()
-    run = subprocess.run(
+    process = subprocess.Popen(
         [found, "run"],
         cwd=project,
-        env=_env(OMP_NUM_THREADS="1"),
-        capture_output=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-        check=False,
+        start_new_session=True,
     )
+    try:
+        output, _ = process.communicate(timeout=cap_s)
+        stopped = False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        stopped = True
     wall = time.perf_counter() - started
     results = subprocess.run(
         [found, "results", "--all", "true"],
@@ -112,11 +125,12 @@ def mutmut(project: Path, executable: str | None) -> dict:
     )
     return {
         "version": (version.stdout or version.stderr).strip(),
-        "exit": run.returncode,
+        "exit": process.returncode,
+        "stopped_at_cap_s": cap_s if stopped else None,
         "wall_s": round(wall, 1),
         "mutants": sum(statuses.values()),
         "statuses": dict(statuses),
-        "tail": (run.stdout + run.stderr)[-600:] if run.returncode else "",
+        "tail": output[-600:] if process.returncode and not stopped else "",
     }
 
 
@@ -125,6 +139,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--mutmut", help="mutmut's executable (default: mutmut on PATH)")
     parser.add_argument("--skip", action="append", default=[], help="a configuration to skip")
+    parser.add_argument(
+        "--mutmut-unpinned-cap",
+        type=float,
+        metavar="S",
+        help="also run mutmut without OMP_NUM_THREADS=1, stopped after S seconds",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results: dict[str, dict] = {}
@@ -152,6 +172,12 @@ def main() -> None:
         if "mutmut" not in args.skip:
             results["mutmut"] = mutmut(copy("mutmut"), args.mutmut)
             print("mutmut", json.dumps(results["mutmut"]), flush=True)
+        if args.mutmut_unpinned_cap:
+            name = "mutmut, torch threads not pinned"
+            results[name] = mutmut(
+                copy("mutmut-unpinned"), args.mutmut, pinned=False, cap_s=args.mutmut_unpinned_cap
+            )
+            print(name, json.dumps(results[name]), flush=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(f"\nmachine: {machine}; workers {args.workers}")
     print(

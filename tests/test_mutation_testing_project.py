@@ -252,3 +252,20 @@ def _cmdline(pid: str) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_any_command_runs_in_a_new_process_with_the_mutant_and_its_probes(tmp_path: Path) -> None:
+    """Not pytest: every test runs for every mutant, the exit status decides, and the
+    sitecustomize boot gives the reach probes (``finetune`` runs, its lines do not)."""
+    project = _project(tmp_path)
+    before = _digest(project)
+    done = _test(
+        project, "--mutate", "tinynet/train.py", "--operators", "drop_zero_grad", "--",
+        "sh", "-c", "python -m pytest -q -p no:cacheprovider tests/test_overfit.py",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(project)
+    assert rows[STEP]["status"] == "killed" and rows[STEP]["killed_by"] == "<exit status 1>"
+    assert rows[FINETUNE]["status"] == "unreached"
+    assert rows[FINETUNE]["detail"] == "the changed lines never ran"  # it ran: probes said so
+    assert _digest(project) == before
