@@ -266,7 +266,9 @@ def test_project_digest_changes_with_any_file_but_not_the_results(tmp_path: Path
 def test_score_is_killed_over_killed_and_survived_and_absent_without_them() -> None:
     job = _job(TRAIN)
     rows = [
-        outcome.row_for(job, "killed", killed_by=["t::a", "t::b"]),
+        outcome.row_for(
+            job, "killed", killed_by=["t::a", "t::b"], failed_with=["call:CheckFailed", ""]
+        ),
         outcome.row_for(job, "survived"),
         outcome.row_for(job, "stillborn"),
         outcome.row_for(job, "unreached"),
@@ -274,8 +276,62 @@ def test_score_is_killed_over_killed_and_survived_and_absent_without_them() -> N
     assert report.score(rows) == 0.5
     assert report.summary_line(rows).startswith("mutation score: 1/2 (50.0%); killed 1")
     assert report.summary_line(rows[2:]).startswith("mutation score: n/a")
-    assert "t::a;t::b" in report.csv_text(rows)
+    assert "t::a;t::b,call:CheckFailed;," in report.csv_text(rows)
     assert report.table(rows, "operator")[1] == ["drop_zero_grad", "1", "1", "0", "1", "1", "1/2"]
+
+
+def test_each_failing_test_records_what_it_failed_with_and_in_which_phase(
+    tmp_path: Path,
+) -> None:
+    """A check's verdict (its own ``AssertionError`` subclass), a crash in a fixture and an
+    import error are all failures; ``failed_with`` tells them apart, in ``killed_by``'s order."""
+    from experiments.mutation_testing.plugin import Observer
+
+    (tmp_path / "test_kinds.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            class CheckFailed(AssertionError):
+                pass
+
+            @pytest.fixture
+            def broken():
+                raise RuntimeError("the loop crashed while the fixture built it")
+
+            def test_check():
+                raise CheckFailed("check_x: expected 1; saw 2")
+
+            def test_fixture(broken):
+                pass
+
+            def test_passes():
+                pass
+
+            def test_plain_assert():
+                assert 1 == 2
+            """
+        )
+    )
+    (tmp_path / "test_unimportable.py").write_text("import no_such_module_here\n")
+    observer = Observer()
+    args = ["-q", "-p", "no:cacheprovider", "--continue-on-collection-errors"]
+    args += ["--rootdir", str(tmp_path), str(tmp_path)]
+    assert pytest.main(args, plugins=[observer]) == 1
+    result = observer.result()
+    kinds = dict(zip(result["failed"], outcome.failure_kinds(result["failed"], result)))
+    assert kinds == {
+        "test_kinds.py::test_check": "call:CheckFailed",
+        "test_kinds.py::test_fixture": "setup:RuntimeError",
+        "test_kinds.py::test_plain_assert": "call:AssertionError",
+        "<collection>:test_unimportable.py": "collect:ModuleNotFoundError",
+    }
+    # The stillborn rule still sees the innermost cause of the collection error.
+    unimportable = [e for e in result["errors"] if e["id"] == "test_unimportable.py"]
+    assert "ModuleNotFoundError" in unimportable[0]["types"]
+    # A process that died or a command other than pytest leaves no record: empty, in order.
+    assert outcome.failure_kinds(["<exit status 1>"], {"errors": []}) == [""]
+    assert outcome.failure_kinds(["t::a"], None) == [""]
 
 
 # -- bad input ------------------------------------------------------------------------------

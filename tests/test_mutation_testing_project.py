@@ -78,6 +78,7 @@ def test_statuses_killed_by_unreached_and_a_rerun_that_runs_nothing(tmp_path: Pa
     rows = _rows(project)
     assert rows[STEP]["status"] == "killed"
     assert rows[STEP]["killed_by"] == OVERFIT
+    assert rows[STEP]["failed_with"] == "call:AssertionError"  # its own assert, in the test
     assert rows[STEP]["tests_run"] == "1"  # -x: the overfit test failed first
     assert rows[FINETUNE]["status"] == "unreached"
     assert done.stdout.strip().splitlines()[-1].startswith("mutation score: 1/1 (100.0%)")

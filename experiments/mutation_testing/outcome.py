@@ -32,6 +32,8 @@ class Row:
     category: str
     status: str
     killed_by: list[str] = field(default_factory=list)
+    # Per ``killed_by`` entry, what that test failed with: ``phase:Class`` (``failure_kinds``)
+    failed_with: list[str] = field(default_factory=list)
     tests_run: int | None = None  # None: every test the command collects
     wall_s: float = 0.0
     tests_s: float = 0.0  # the selected tests' own time (pytest's durations)
@@ -87,3 +89,18 @@ def classify(
     if passed:
         return "survived", [], ""
     return "killed", failed or [f"<exit status {result.get('exit', exit_code)}>"], ""
+
+
+def failure_kinds(killed_by: list[str], result: dict[str, Any] | None) -> list[str]:
+    """What each test of ``killed_by`` failed with, in the same order: ``phase:Class``
+    (``call:CheckFailed``, ``setup:RuntimeError``, ``collect:ImportError``), or ``""``
+    where the run recorded none (a process that died, a command other than pytest).
+
+    It tells a check's verdict from a crash under a test or a broken fixture, which the
+    status alone cannot: each is a failing test and kills the mutant.
+    """
+    first: dict[str, str] = {}
+    for error in (result or {}).get("errors") or []:
+        if "test" in error and "raised" in error:
+            first.setdefault(error["test"], f"{error['when']}:{error['raised']}")
+    return [first.get(test, "") for test in killed_by]

@@ -1,8 +1,9 @@
 """The pytest plugin of every mutant's run: which tests ran, which failed and why.
 
 It keeps only the tests a mutant needs (``selection``, by node id) and reports each
-failure with its exception (``experiments.stillborn.Raised``), the failed test ids (the
-"killed by" column) and each test's time. In the baseline it also drives the line
+failure with its exception (``experiments.stillborn.Raised``, plus the class the test
+failed with and the phase), the failed test ids (the "killed by" column) and each test's
+time. In the baseline it also drives the line
 recorder's contexts (``lines``). ``child`` passes an ``Observer`` to ``pytest.main``.
 """
 
@@ -100,7 +101,17 @@ class Observer:
         if call.excinfo is None:
             return
         raised = from_exception(call.excinfo.value, self._file)
-        self.errors.append({"id": node.nodeid, **asdict(raised)})
+        when = getattr(report, "when", None) or "collect"
+        test = f"{COLLECTION}:{node.nodeid}" if when == "collect" else node.nodeid
+        # ``raised`` keeps the innermost cause for the stillborn rule; what the test itself
+        # failed with (a check's ``CheckFailed``, a crash, the test's own plumbing) is the
+        # outer exception, unless it is pytest's wrapper (``CollectError`` around an import
+        # failure). Keyed by the id ``failed`` gives the test.
+        error = call.excinfo.value
+        wrapper = type(error).__module__.startswith("_pytest.")
+        name = raised.name if wrapper else type(error).__name__
+        outer = {"test": test, "when": when, "raised": name}
+        self.errors.append({"id": node.nodeid, **outer, **asdict(raised)})
 
     def result(self) -> dict[str, Any]:
         return {

@@ -26,6 +26,7 @@ CSV_FIELDS = (
     "category",
     "status",
     "killed_by",
+    "failed_with",
     "tests_run",
     "wall_s",
     "tests_s",
@@ -135,6 +136,7 @@ def csv_text(rows: Sequence[Row]) -> str:
     for row in rows:
         values = row.as_dict()
         values["killed_by"] = ";".join(row.killed_by)
+        values["failed_with"] = ";".join(row.failed_with)
         writer.writerow({name: values[name] for name in CSV_FIELDS})
     return stream.getvalue()
 

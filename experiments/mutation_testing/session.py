@@ -26,7 +26,7 @@ from experiments.mutation_testing import runs
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
 from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
-from experiments.mutation_testing.outcome import Row, classify, row_for
+from experiments.mutation_testing.outcome import Row, classify, failure_kinds, row_for
 from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
 
 TIMEOUT_SLACK_S = 5.0
@@ -160,6 +160,7 @@ def _run_pending(
                 job,
                 status,
                 killed_by=killed_by,
+                failed_with=failure_kinds(killed_by, result),
                 tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
