@@ -4,6 +4,7 @@ The whole command on a fixture project: ``test_mutation_testing_project.py``."""
 
 from __future__ import annotations
 
+import linecache
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,8 @@ from experiments.mutation_testing.cli import parse_operators, split_command
 from experiments.mutation_testing.selection import select
 from experiments.mutation_testing.since import changed_lines
 from experiments.stillborn import Raised, declares_crash, from_exception, is_stillborn
+
+REPO = Path(__file__).resolve().parents[1]
 
 # -- the stillborn rule -------------------------------------------------------------------
 
@@ -332,6 +335,27 @@ def test_each_failing_test_records_what_it_failed_with_and_in_which_phase(
     # A process that died or a command other than pytest leaves no record: empty, in order.
     assert outcome.failure_kinds(["<exit status 1>"], {"errors": []}) == [""]
     assert outcome.failure_kinds(["t::a"], None) == [""]
+
+
+def test_the_loop_checks_load_the_loop_an_import_hook_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tests/loop_checks must test the mutant ``trainwreck test`` serves, not the file on
+    disk: loaded by path, every mutant of a reference loop looked unreached."""
+    from experiments.harness import modules
+
+    monkeypatch.syspath_prepend(str(REPO / "tests" / "loop_checks"))
+    import loop_suite
+
+    target = str(REPO / "reference_loops" / "mlp_digits.py")
+    source = Path(target).read_text(encoding="utf-8") + "\nSERVED = True\n"
+    finder = modules.install(target, source, compile(source, target, "exec"))
+    try:
+        assert loop_suite.load_loop("mlp_digits").SERVED
+    finally:
+        sys.meta_path.remove(finder)
+        linecache.cache.pop(target, None)
+    assert not hasattr(loop_suite.load_loop("mlp_digits"), "SERVED")
 
 
 # -- bad input ------------------------------------------------------------------------------

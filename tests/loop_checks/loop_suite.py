@@ -8,15 +8,16 @@ with a recorder that stops ``main()`` at its first call and keeps the arguments.
 mutant anywhere before that call (model, data, loss, optimizer set-up) or inside the epoch
 function (the step, which the checks call on batches they choose) reaches the checks.
 
-The loop is loaded from this tree's ``reference_loops/`` by path, once per test, so under
-``trainwreck test`` the mutated copy is what runs, and per-test coverage sees every test
-execute the loop's set-up.
+The loop is loaded from this tree's ``reference_loops/`` once per test, through the import
+system's finders, so under ``trainwreck test`` the mutant is what runs (its import hook
+serves it), and per-test coverage sees every test execute the loop's set-up.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
@@ -56,10 +57,20 @@ def single_thread() -> Any:
 
 
 def load_loop(name: str) -> ModuleType:
-    """A fresh copy of ``reference_loops/<name>.py`` from this tree."""
-    path = ROOT / "reference_loops" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_loop_checks_{name}", path)
-    assert spec is not None and spec.loader is not None
+    """A fresh copy of ``reference_loops/<name>.py`` from this tree.
+
+    Found through the import system's finders (``sys.meta_path``), as ``import`` would,
+    not by path alone: ``trainwreck test`` serves a mutant of the file through an import
+    hook, and loading the file by path would test the unmutated loop under every mutant.
+    """
+    folder = [str(ROOT / "reference_loops")]
+    spec = None
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        spec = find_spec(f"reference_loops.{name}", folder) if find_spec else None
+        if spec is not None:
+            break
+    assert spec is not None and spec.loader is not None, f"no reference_loops/{name}.py"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
