@@ -1,0 +1,379 @@
+"""Each training check's kill rate over the reference loops (issue 24): which check catches
+which bugs, and which bugs no check catches.
+
+    python benchmarks/bench_checks.py [--loops mlp_digits,cnn_digits] [--workers 2]
+        [--results DIR] [--out FILE] [--aggregate-only]
+
+For each loop, ``trainwreck test`` runs the loop's check tests (``tests/loop_checks/``)
+against every mutant of the loop, without ``-x`` so that ``killed_by`` lists every test
+that failed:
+
+    python -m experiments.cli test --mutate reference_loops/<loop>.py --workers W
+        --out DIR/<loop> -- python -m pytest -q -p no:cacheprovider
+        tests/loop_checks/test_<loop>.py
+
+A check kills a mutant when its own test failed with ``CheckFailed`` (the ``failed_with``
+column). A test that failed with anything else (the loop crashed under it, or the test's
+own plumbing broke: the flat loop's stepping driver waits for an ``optimizer.step()`` that
+never comes) killed the mutant for the suite, not for the check: counted apart, with what
+it failed with. Every rate is over the mutants the suite judged, killed + survived, as
+``trainwreck test``'s score is: a timeout, stillborn or unreached mutant says nothing about
+a check and is counted apart.
+
+Results go to DIR (default: ``trainwreck-bench-checks`` in the temporary folder, outside
+the repository: every file of the project is in ``trainwreck test``'s cache key, so one
+loop's results written inside it would make the next loops' caches stale). A rerun with
+nothing changed runs nothing; ``--aggregate-only`` reads DIR and runs nothing at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from experiments.mutation_testing.report import markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+CHECK_FAILED = "CheckFailed"
+JUDGED = ("killed", "survived")
+OTHER_STATUSES = ("timeout", "stillborn", "unreached")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One row of a loop's ``mutants.csv``, as the tables need it."""
+
+    loop: str
+    identity: str
+    operator: str
+    category: str
+    status: str
+    caught_by: tuple[str, ...]  # the checks whose own test failed with CheckFailed
+    other: tuple[tuple[str, str], ...]  # (test, what it failed with) of every other failure
+
+    @property
+    def judged(self) -> bool:
+        return self.status in JUDGED
+
+
+def check_of(test_id: str) -> str:
+    """The check a test id stands for: ``.../test_<loop>.py::test_overfit_batch[x]`` ->
+    ``overfit_batch``; an id that is no test (``<exit status 1>``) stays as it is."""
+    if "::" not in test_id:
+        return test_id
+    name = test_id.rpartition("::")[2].partition("[")[0]
+    return name.removeprefix("test_")
+
+
+def read_mutants(rows: Iterable[dict[str, str]], loop: str) -> list[Mutant]:
+    """``mutants.csv`` rows (``csv.DictReader``) of one loop."""
+    found = []
+    for row in rows:
+        if "failed_with" not in row:
+            raise SystemExit(
+                f"{loop}: mutants.csv has no failed_with column (an older trainwreck test "
+                "wrote it); rerun without --aggregate-only"
+            )
+        tests = [test for test in row["killed_by"].split(";") if test]
+        kinds = row["failed_with"].split(";") if row["failed_with"] else []
+        kinds += [""] * (len(tests) - len(kinds))
+        caught, other = [], []
+        for test, kind in zip(tests, kinds):
+            if kind.rpartition(":")[2] == CHECK_FAILED:
+                caught.append(check_of(test))
+            else:
+                other.append((test, kind or "no record"))
+        found.append(
+            Mutant(
+                loop=loop,
+                identity=row["identity"],
+                operator=row["operator"],
+                category=row["category"],
+                status=row["status"],
+                caught_by=tuple(dict.fromkeys(caught)),
+                other=tuple(other),
+            )
+        )
+    return found
+
+
+def _rate(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "n/a"
+
+
+def checks_in(mutants: Sequence[Mutant]) -> list[str]:
+    """Every check that killed or failed otherwise at least once, by name."""
+    names = {check for m in mutants for check in m.caught_by}
+    names |= {check_of(test) for m in mutants for test, _ in m.other if "::" in test}
+    return sorted(names)
+
+
+def loop_table(mutants: Sequence[Mutant], wall_s: dict[str, float] | None = None) -> list[list]:
+    """Per loop: how its mutants ended, and how many a check (not just the suite) killed."""
+    head = ["loop", "mutants", "killed by a check", "killed otherwise only", "survived"]
+    head += [*OTHER_STATUSES, "checks' score", "suite's score"]
+    if wall_s is not None:
+        head.append("wall s")
+    lines = [head]
+    groups: dict[str, list[Mutant]] = defaultdict(list)
+    for mutant in mutants:
+        groups[mutant.loop].append(mutant)
+    for loop in [*sorted(groups), "all"]:
+        group = list(mutants) if loop == "all" else groups[loop]
+        counts = Counter(m.status for m in group)
+        by_check = sum(1 for m in group if m.status == "killed" and m.caught_by)
+        judged = counts["killed"] + counts["survived"]
+        line = [f"**{loop}**" if loop == "all" else loop, str(len(group)), str(by_check)]
+        line += [str(counts["killed"] - by_check), str(counts["survived"])]
+        line += [str(counts[status]) for status in OTHER_STATUSES]
+        line += [_rate(by_check, judged), _rate(counts["killed"], judged)]
+        if wall_s is not None:
+            total = sum(wall_s.values()) if loop == "all" else wall_s.get(loop)
+            line.append("" if total is None else f"{total:.0f}")
+        lines.append(line)
+    return lines
+
+
+def check_table(mutants: Sequence[Mutant]) -> list[list[str]]:
+    """Per check: the judged mutants it caught, those it alone caught, the loops and
+    operators, and how often its test failed with something other than its verdict."""
+    judged = [m for m in mutants if m.judged]
+    lines = [["check", "caught (of judged)", "caught alone", "failed otherwise", "caught most"]]
+    for check in checks_in(mutants):
+        caught = [m for m in judged if check in m.caught_by]
+        alone = sum(1 for m in caught if m.caught_by == (check,))
+        otherwise = sum(1 for m in judged if any(check_of(t) == check for t, _ in m.other))
+        top = Counter(m.operator for m in caught).most_common(4)
+        most = ", ".join(f"{name} {count}" for name, count in top)
+        lines.append([check, _rate(len(caught), len(judged)), str(alone), str(otherwise), most])
+    return lines
+
+
+def matrix(mutants: Sequence[Mutant], by: str = "category") -> list[list[str]]:
+    """Checks x categories (or operators): caught / judged mutants of that column."""
+    judged = [m for m in mutants if m.judged]
+    columns = sorted({getattr(m, by) for m in judged})
+    totals = Counter(getattr(m, by) for m in judged)
+    lines = [["check", *(f"{c} (n={totals[c]})" for c in columns)]]
+
+    def row(name: str, keep) -> list[str]:
+        kept = Counter(getattr(m, by) for m in judged if keep(m))
+        return [name, *(f"{kept[c]}" for c in columns)]
+
+    for check in checks_in(mutants):
+        lines.append(row(check, lambda m, check=check: check in m.caught_by))
+    lines.append(row("**any check**", lambda m: bool(m.caught_by)))
+    lines.append(row("killed otherwise only", lambda m: m.status == "killed" and not m.caught_by))
+    lines.append(row("**survived**", lambda m: m.status == "survived"))
+    return lines
+
+
+def operator_table(mutants: Sequence[Mutant]) -> list[list[str]]:
+    """Per operator: which checks caught its mutants, and how the others ended."""
+    head = ["operator", "category", "mutants", "caught by a check", "by which checks"]
+    lines = [[*head, "killed otherwise only", "survived", *OTHER_STATUSES]]
+    groups: dict[str, list[Mutant]] = defaultdict(list)
+    for mutant in mutants:
+        groups[mutant.operator].append(mutant)
+    for operator in sorted(groups):
+        group = groups[operator]
+        counts = Counter(m.status for m in group)
+        caught = [m for m in group if m.status == "killed" and m.caught_by]
+        which = Counter(check for m in caught for check in m.caught_by).most_common()
+        line = [operator, group[0].category, str(len(group)), str(len(caught))]
+        line.append(", ".join(f"{name} {count}" for name, count in which))
+        line += [str(counts["killed"] - len(caught)), str(counts["survived"])]
+        lines.append(line + [str(counts[status]) for status in OTHER_STATUSES])
+    return lines
+
+
+def uncaught(mutants: Sequence[Mutant]) -> list[list[str]]:
+    """The judged mutants no check caught (survived, or killed otherwise only), per
+    operator, with the loops they are in."""
+    lines = [["operator", "category", "no check caught", "of judged", "in loops"]]
+    groups: dict[str, list[Mutant]] = defaultdict(list)
+    for mutant in mutants:
+        if mutant.judged:
+            groups[mutant.operator].append(mutant)
+    for operator in sorted(groups):
+        missed = [m for m in groups[operator] if not m.caught_by]
+        if not missed:
+            continue
+        loops = Counter(m.loop for m in missed)
+        where = ", ".join(f"{loop} {count}" for loop, count in sorted(loops.items()))
+        judged = str(len(groups[operator]))
+        lines.append([operator, missed[0].category, str(len(missed)), judged, where])
+    return lines
+
+
+def other_kills(mutants: Sequence[Mutant]) -> list[list[str]]:
+    """Mutants the suite killed with no check's verdict: what each failing test raised."""
+    lines = [["mutant", "loop", "failing tests: what they failed with"]]
+    for m in mutants:
+        if m.status == "killed" and not m.caught_by:
+            what = "; ".join(f"{check_of(test)}: {kind}" for test, kind in m.other)
+            lines.append([f"`{m.identity.rpartition('/')[2]}`", m.loop, what])
+    return lines
+
+
+def summary(mutants: Sequence[Mutant]) -> list[list[str]]:
+    """The short table for docs/checks.md: per check, what it caught; then what none did."""
+    judged = [m for m in mutants if m.judged]
+    lines = [["check", "caught (of judged mutants)", "the bugs it catches (operator: mutants)"]]
+    for check in checks_in(mutants):
+        caught = [m for m in judged if check in m.caught_by]
+        if not caught:
+            continue
+        top = Counter(m.operator for m in caught).most_common()
+        lines.append(
+            [check, _rate(len(caught), len(judged)), ", ".join(f"{n} {c}" for n, c in top)]
+        )
+    missed = Counter(m.operator for m in judged if not m.caught_by)
+    never = sorted(op for op in missed if not any(op == m.operator and m.caught_by for m in judged))
+    lines.append(
+        [
+            "**no check**",
+            _rate(sum(missed.values()), len(judged)),
+            "never caught: "
+            + (", ".join(never) or "none")
+            + f"; sometimes missed: {', '.join(sorted(set(missed) - set(never))) or 'none'}",
+        ]
+    )
+    return lines
+
+
+def render(
+    mutants: Sequence[Mutant], header: Sequence[str], wall_s: dict[str, float] | None
+) -> str:
+    sections = [
+        ("Per loop", loop_table(mutants, wall_s)),
+        ("Summary: which check catches which bugs", summary(mutants)),
+        ("Per check", check_table(mutants)),
+        ("Checks by category (judged mutants caught)", matrix(mutants)),
+        ("Per operator", operator_table(mutants)),
+        ("Bugs no check catches (judged, not caught by any check)", uncaught(mutants)),
+        (
+            "Killed, but by no check (a crash under a test, or the test's plumbing)",
+            other_kills(mutants),
+        ),
+    ]
+    parts = [*header, ""]
+    for title, cells in sections:
+        body = markdown_table(cells) if len(cells) > 1 else "None."
+        parts += [f"### {title}", "", body, ""]
+    return "\n".join(parts)
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def tests_command(loop: str) -> list[str]:
+    return [
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"tests/loop_checks/test_{loop}.py",
+    ]
+
+
+def run_loop(loop: str, workers: int, results: Path) -> float:
+    """``trainwreck test`` on one loop; its wall time. Stops with the command's last
+    lines when it fails (an unmutated loop whose check tests fail: nothing to measure)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "experiments.cli",
+        "test",
+        "--mutate",
+        f"reference_loops/{loop}.py",
+    ]
+    argv += ["--workers", str(workers), "--out", str(results / loop), "--", *tests_command(loop)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(
+            f"{loop}: trainwreck test exited {done.returncode}:\n{done.stderr[-3000:]}"
+        )
+    print(f"{loop}: {wall:.0f} s; {done.stdout.strip().splitlines()[-1]}", file=sys.stderr)
+    return wall
+
+
+def load(loop: str, results: Path) -> tuple[list[Mutant], Counter]:
+    path = results / loop / "mutants.csv"
+    if not path.is_file():
+        raise SystemExit(f"{loop}: no {path}; run without --aggregate-only first")
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return read_mutants(rows, loop), Counter(
+        "cached" if r["cached"] == "True" else "run" for r in rows
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from experiments.loops import loop_names
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loops", default=",".join(loop_names()), help="comma-separated loops")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--results", type=Path, default=Path(tempfile.gettempdir()) / "trainwreck-bench-checks"
+    )
+    parser.add_argument("--out", type=Path, help="also write the tables (markdown) here")
+    parser.add_argument("--aggregate-only", action="store_true", help="read --results, run nothing")
+    args = parser.parse_args(argv)
+    loops = [name for name in args.loops.split(",") if name]
+    unknown = sorted(set(loops) - set(loop_names()))
+    if unknown:
+        raise SystemExit(
+            f"--loops: unknown {', '.join(unknown)}; choose from {', '.join(loop_names())}"
+        )
+    began = datetime.now(timezone.utc)
+    wall_s = (
+        None
+        if args.aggregate_only
+        else {loop: run_loop(loop, args.workers, args.results) for loop in loops}
+    )
+    mutants: list[Mutant] = []
+    runs: Counter = Counter()
+    for loop in loops:
+        found, counted = load(loop, args.results)
+        mutants += found
+        runs += counted
+    from bench_loops import machine
+
+    command = shlex.join(
+        ["python", "benchmarks/bench_checks.py", *(argv if argv is not None else sys.argv[1:])]
+    )
+    header = [
+        f"Command: `{command}` (per loop: `trainwreck test --mutate reference_loops/<loop>.py "
+        f"--workers {args.workers} -- {' '.join(tests_command('<loop>'))}`)",
+        f"Machine: {machine()}. Date: {began:%Y-%m-%d %H:%M}-{datetime.now(timezone.utc):%H:%M} UTC.",
+        f"Mutants: {len(mutants)} ({runs['run']} run, {runs['cached']} from the cache).",
+    ]
+    text = render(mutants, header, wall_s)
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
