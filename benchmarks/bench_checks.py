@@ -48,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 CHECK_FAILED = "CheckFailed"
 JUDGED = ("killed", "survived")
 OTHER_STATUSES = ("timeout", "stillborn", "unreached")
+SUMMARY_OPERATORS = 6  # operators named per check in the short table
 
 
 @dataclass(frozen=True)
@@ -230,15 +231,16 @@ def other_kills(mutants: Sequence[Mutant]) -> list[list[str]]:
 def summary(mutants: Sequence[Mutant]) -> list[list[str]]:
     """The short table for docs/checks.md: per check, what it caught; then what none did."""
     judged = [m for m in mutants if m.judged]
-    lines = [["check", "caught (of judged mutants)", "the bugs it catches (operator: mutants)"]]
+    lines = [["check", "caught (of judged mutants)", "the bugs it catches most (operator mutants)"]]
     for check in checks_in(mutants):
         caught = [m for m in judged if check in m.caught_by]
         if not caught:
             continue
         top = Counter(m.operator for m in caught).most_common()
-        lines.append(
-            [check, _rate(len(caught), len(judged)), ", ".join(f"{n} {c}" for n, c in top)]
-        )
+        most = ", ".join(f"{n} {c}" for n, c in top[:SUMMARY_OPERATORS])
+        if len(top) > SUMMARY_OPERATORS:
+            most += f", {len(top) - SUMMARY_OPERATORS} more operators"
+        lines.append([check, _rate(len(caught), len(judged)), most])
     missed = Counter(m.operator for m in judged if not m.caught_by)
     never = sorted(op for op in missed if not any(op == m.operator and m.caught_by for m in judged))
     lines.append(

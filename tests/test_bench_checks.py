@@ -161,3 +161,13 @@ def test_render_has_every_section_and_an_old_csv_is_refused(mutants: list) -> No
 )
 def test_check_of(test_id: str, check: str) -> None:
     assert bench.check_of(test_id) == check
+
+
+def test_the_short_table_names_the_top_operators_and_counts_the_rest() -> None:
+    caught = [
+        bench.Mutant("l", f"m{i}", f"op{i}", "c", "killed", ("overfit_batch",), ())
+        for i in range(bench.SUMMARY_OPERATORS + 2)
+    ]
+    line = bench.summary(caught)[1]
+    assert line[1] == f"{len(caught)}/{len(caught)} (100%)"
+    assert line[2].endswith("op5 1, 2 more operators")
