@@ -240,6 +240,18 @@ def test_status_rules() -> None:
     assert died[0] == "killed" and "-9" in died[2]
 
 
+def test_a_deadline_includes_the_first_tests_one_time_costs() -> None:
+    """The baseline's first test paid the run's one-time costs (a fixture's imports and data
+    load); a mutant running one cheap test pays them too and must not time out for it."""
+    from experiments.mutation_testing.session import TIMEOUT_SLACK_S, deadline
+
+    base = {"wall_s": 60.0, "durations": {"t::first": 50.0, "t::a": 0.5, "t::b": 1.5}}
+    overhead = 60.0 - 52.0  # collection and start: the wall time no test accounts for
+    assert deadline(base, ["t::a"], 2.0) == 2.0 * (overhead + 50.0 + 0.5) + TIMEOUT_SLACK_S
+    assert deadline(base, None, 1.0) == overhead + 50.0 + 52.0 + TIMEOUT_SLACK_S
+    assert deadline({"wall_s": 1.0}, None, 4.0) == 4.0 + TIMEOUT_SLACK_S
+
+
 def test_cache_survives_a_torn_line(tmp_path: Path) -> None:
     store = cache.Cache(tmp_path)
     store.put("k1", {"status": "killed"})

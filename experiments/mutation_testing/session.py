@@ -4,8 +4,8 @@ Order: the mutants are found first (a bad ``--mutate`` fails before anything run
 cache answers what it can; the baseline runs (or comes from the cache) only when some
 mutant must run; mutants that no test executed are ``unreached`` without a run; the rest
 run ``workers`` at a time, each result written to the cache as it arrives. A mutant's
-deadline: ``timeout_factor`` times the baseline's time for the tests it runs (collection
-included), plus ``TIMEOUT_SLACK_S``.
+deadline (``deadline``): ``timeout_factor`` times the baseline's time for the tests it
+runs (collection and the first test's one-time costs included), plus ``TIMEOUT_SLACK_S``.
 """
 
 from __future__ import annotations
@@ -135,8 +135,6 @@ def _run_pending(
     pending: list[tuple[Job, Selection]],
     started: dict[int, tuple[Job, Selection, runs.Prepared]],
 ) -> Iterator[Row]:
-    durations: dict[str, float] = base.get("durations") or {}
-    overhead = max(0.0, base["wall_s"] - sum(durations.values()))
     trust_reach = not base.get("spawned")
     number = 0
     while pending or started:
@@ -144,8 +142,7 @@ def _run_pending(
             job, chosen = pending.pop(0)
             number += 1
             prepared = runs.prepare(setting, number, job)
-            own = sum(durations.get(test, 0.0) for test in chosen.tests or durations)
-            timeout = options.timeout_factor * (overhead + own) + TIMEOUT_SLACK_S
+            timeout = deadline(base, chosen.tests, options.timeout_factor)
             runs.start(
                 setting, pool, number, timeout, prepared, job, chosen.tests, None,
                 base.get("plugins"),
@@ -168,6 +165,23 @@ def _run_pending(
                 detail=detail,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
+
+
+def deadline(base: dict[str, Any], tests: list[str] | None, factor: float) -> float:
+    """A mutant's deadline in seconds: ``factor`` times the baseline's time for ``tests``
+    (None: all), its collection and the one-time costs of its first test, plus the slack.
+
+    The baseline's first test paid what the first test of any run pays (imports a fixture
+    makes, a data set loaded and cached, lazy initialisation): a mutant that runs one cheap
+    test pays it too, so it is added to every deadline. Without it a reference loop's
+    checks had a 51 s first test and 0.3 s others, and a mutant that ran one of the others
+    timed out at 8 s on a busy machine (issue 24's kill-rate run).
+    """
+    durations: dict[str, float] = base.get("durations") or {}
+    overhead = max(0.0, base["wall_s"] - sum(durations.values()))
+    first = next(iter(durations.values()), 0.0)  # in the order the tests ran
+    own = sum(durations.get(test, 0.0) for test in tests or durations)
+    return factor * (overhead + first + own) + TIMEOUT_SLACK_S
 
 
 def default_workers() -> int:
