@@ -2,14 +2,14 @@
 which bugs, and which bugs no check catches.
 
     python benchmarks/bench_checks.py [--loops mlp_digits,cnn_digits] [--workers 2]
-        [--results DIR] [--out FILE] [--aggregate-only]
+        [--timeout-factor 10] [--results DIR] [--out FILE] [--aggregate-only]
 
 For each loop, ``trainwreck test`` runs the loop's check tests (``tests/loop_checks/``)
 against every mutant of the loop, without ``-x`` so that ``killed_by`` lists every test
 that failed:
 
     python -m experiments.cli test --mutate reference_loops/<loop>.py --workers W
-        --out DIR/<loop> -- python -m pytest -q -p no:cacheprovider
+        --timeout-factor 10 --out DIR/<loop> -- python -m pytest -q -p no:cacheprovider
         tests/loop_checks/test_<loop>.py
 
 A check kills a mutant when its own test failed with ``CheckFailed`` (the ``failed_with``
@@ -292,7 +292,7 @@ def tests_command(loop: str) -> list[str]:
     ]
 
 
-def run_loop(loop: str, workers: int, results: Path) -> float:
+def run_loop(loop: str, workers: int, results: Path, timeout_factor: float) -> float:
     """``trainwreck test`` on one loop; its wall time. Stops with the command's last
     lines when it fails (an unmutated loop whose check tests fail: nothing to measure)."""
     argv = [
@@ -303,7 +303,8 @@ def run_loop(loop: str, workers: int, results: Path) -> float:
         "--mutate",
         f"reference_loops/{loop}.py",
     ]
-    argv += ["--workers", str(workers), "--out", str(results / loop), "--", *tests_command(loop)]
+    argv += ["--workers", str(workers), "--timeout-factor", str(timeout_factor)]
+    argv += ["--out", str(results / loop), "--", *tests_command(loop)]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
@@ -339,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--results", type=Path, default=Path(tempfile.gettempdir()) / "trainwreck-bench-checks"
     )
+    # A mutant that makes the tests several times slower (a batch 8x larger) is not a
+    # hang; at trainwreck test's default (4) it timed out or not with the machine's load.
+    parser.add_argument("--timeout-factor", type=float, default=10.0)
     parser.add_argument("--out", type=Path, help="also write the tables (markdown) here")
     parser.add_argument("--aggregate-only", action="store_true", help="read --results, run nothing")
     args = parser.parse_args(argv)
@@ -352,7 +356,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     wall_s = (
         None
         if args.aggregate_only
-        else {loop: run_loop(loop, args.workers, args.results) for loop in loops}
+        else {
+            loop: run_loop(loop, args.workers, args.results, args.timeout_factor) for loop in loops
+        }
     )
     mutants: list[Mutant] = []
     runs: Counter = Counter()
@@ -367,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     header = [
         f"Command: `{command}` (per loop: `trainwreck test --mutate reference_loops/<loop>.py "
-        f"--workers {args.workers} -- {' '.join(tests_command('<loop>'))}`)",
+        f"--workers {args.workers} --timeout-factor {args.timeout_factor:g} -- {' '.join(tests_command('<loop>'))}`)",
         f"Machine: {machine()}. Date: {began:%Y-%m-%d %H:%M}-{datetime.now(timezone.utc):%H:%M} UTC.",
         f"Mutants: {len(mutants)} ({runs['run']} run, {runs['cached']} from the cache).",
     ]

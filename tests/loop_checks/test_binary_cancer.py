@@ -34,6 +34,9 @@ def build() -> Parts:
         batches=batches,
         labels=labels,
         expected_loss=math.log(2),
+        # Over 40 seeds of the correct loop the first loss is up to 20% off ln 2 (0.1 failed
+        # 6 of them): a tighter tolerance holds at seed 0 only.
+        initial_tol=0.3,
         min_drop=0.04,  # about half the correct loop's drop
         overfit_steps=200,
     )

@@ -59,7 +59,10 @@ def build(patients: int | None = N_PATIENTS) -> Iterator[Parts]:
             batches=[batch] * 12,
             labels=batch,
             expected_loss=1.0,
-            initial_tol=0.2,  # ~1.0: near-zero predictions of standardized targets
+            # ~1.0 (standardized targets) plus what the untrained model predicts: over 60
+            # seeds of the correct loop the first loss spans 0.79-1.33 (0.2 failed 10 of
+            # them, so a mutant dropping the seed was "caught" by chance).
+            initial_tol=0.5,
             min_drop=0.1,
             # Its exponential schedule (x0.95 per step here: one step per epoch) and dropout
             # hold the loss near 0.55 of its start from step 50 on.
