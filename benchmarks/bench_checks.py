@@ -220,10 +220,14 @@ def uncaught(mutants: Sequence[Mutant]) -> list[list[str]]:
 
 def other_kills(mutants: Sequence[Mutant]) -> list[list[str]]:
     """Mutants the suite killed with no check's verdict: what each failing test raised."""
-    lines = [["mutant", "loop", "failing tests: what they failed with"]]
+    lines = [["mutant", "loop", "what its failing tests failed with"]]
     for m in mutants:
         if m.status == "killed" and not m.caught_by:
-            what = "; ".join(f"{check_of(test)}: {kind}" for test, kind in m.other)
+            kinds = Counter(kind for _test, kind in m.other)
+            what = ", ".join(
+                f"{kind} ({count} {'tests' if count > 1 else 'test'})"
+                for kind, count in kinds.items()
+            )
             lines.append([f"`{m.identity.rpartition('/')[2]}`", m.loop, what])
     return lines
 

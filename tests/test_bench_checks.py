@@ -133,7 +133,7 @@ def test_matrix_and_what_no_check_catches(mutants: list) -> None:
 
     others = bench.other_kills(mutants)
     assert [line[0] for line in others[1:]] == ["`x.py::main::a#2`", "`x.py::main::b#0`"]
-    assert others[1][2] == "initial_loss: setup:AssertionError"
+    assert others[1][2] == "setup:AssertionError (1 test)"
 
     short = _by_first(bench.summary(mutants))
     assert short["overfit_batch"] == ["2/6 (33%)", "drop_zero_grad 1, detach 1"]
