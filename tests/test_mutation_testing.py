@@ -5,6 +5,7 @@ The whole command on a fixture project: ``test_mutation_testing_project.py``."""
 from __future__ import annotations
 
 import linecache
+import os
 import subprocess
 import sys
 import textwrap
@@ -368,6 +369,21 @@ def test_the_loop_checks_load_the_loop_an_import_hook_serves(
         sys.meta_path.remove(finder)
         linecache.cache.pop(target, None)
     assert not hasattr(loop_suite.load_loop("mlp_digits"), "SERVED")
+
+
+def test_the_warm_session_runs_outside_the_users_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent's warm-up pytest session starts where the user ran ``trainwreck test``;
+    a plugin writing where it starts (pytest-benchmark's ``./.benchmarks``) wrote there."""
+    from experiments.mutation_testing import forkserver
+
+    seen: list[str] = []
+    monkeypatch.setattr(pytest, "main", lambda args: seen.append(os.getcwd()))
+    monkeypatch.chdir(tmp_path)
+    forkserver._empty_session()
+    assert seen and Path(seen[0]).resolve() != tmp_path.resolve()
+    assert Path.cwd().resolve() == tmp_path.resolve() and list(tmp_path.iterdir()) == []
 
 
 # -- bad input ------------------------------------------------------------------------------
