@@ -129,3 +129,24 @@ def test_eval_summary_counts_probed_regions_only():
     assert reach.eval_summary([None], [4]) == {"reach_eval_hits": None}
     assert reach.eval_summary([3], None) == {"reach_eval_hits": None}
     assert reach.eval_summary(None, None) == {"reach_eval_hits": None}
+
+
+def test_counting_reach_alone_needs_no_torch():
+    """``trainwreck test`` asks only whether the lines ran: its processes import no torch
+    for the probes' autograd check."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\n"
+        "from experiments.harness import reach\n"
+        "counters = reach.install_counters(1)\n"
+        "code, _ = reach.compile_probed('x = 1\\n', 't.py', [{'start': 1, 'end': 1}])\n"
+        "exec(code, {})\n"
+        "print(counters, 'torch' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["[1]", "False"]

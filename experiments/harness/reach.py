@@ -83,20 +83,29 @@ def regions_of_lines(
 
 
 def install_counters(count: int) -> list[int]:
-    """The counters the probes increment (one per region), reachable from any module."""
-    return install(count)[0]
+    """The counters the probes increment (one per region), reachable from any module;
+    hits during evaluation are not asked for (``install`` counts them), so a process that
+    only needs to know whether the lines ran (``trainwreck test``) imports no torch."""
+    counters = [0] * count
+    setattr(builtins, PROBE_NAME, counters)
+    setattr(builtins, GRAD_NAME, _not_asked)
+    return counters
 
 
 def install(count: int) -> tuple[list[int], EvalHits]:
     """``install_counters`` and the evaluation counters (``EvalHits``) of the same probes."""
     import torch  # the run's process has it already; the parent's planning needs none
 
-    counters = [0] * count
+    counters = install_counters(count)
     evaluating = EvalHits(count)
-    setattr(builtins, PROBE_NAME, counters)
     setattr(builtins, EVAL_NAME, evaluating)
     setattr(builtins, GRAD_NAME, torch.is_grad_enabled)
     return counters, evaluating
+
+
+def _not_asked() -> bool:
+    """The probes' autograd check where evaluation hits are not counted: never off."""
+    return True
 
 
 def compile_probed(
