@@ -10,8 +10,10 @@ import numpy as np
 rng = random.Random(0)
 heads = ["al", "ber", "dorf", "eich", "feld", "gar", "hau", "kirch", "lin", "mun", "ober", "ros"]
 tails = ["ach", "au", "berg", "bruck", "dorf", "hausen", "heim", "ing", "kirchen", "stadt"]
-names = [rng.choice(heads) + rng.choice(heads[:6]) * rng.randint(0, 1) + rng.choice(tails)
-         for _ in range(3000)]
+names = [
+    rng.choice(heads) + rng.choice(heads[:6]) * rng.randint(0, 1) + rng.choice(tails)
+    for _ in range(3000)
+]
 text = "\n".join(names) + "\n"
 chars = sorted(set(text))
 stoi = {ch: i for i, ch in enumerate(chars)}
