@@ -74,7 +74,6 @@ KNOWN_WRONG = {
     },
     "nanogpt_trainer.py": {
         "clip_before_backward": "misses clipping after an accumulation loop (222)",
-        "drop_scheduler_step": "misses the manual schedule param_group['lr'] = lr (208)",
         "loss_from_item": "misses a loss returned by the model (216-217)",
         "step_before_backward": "misses the step after an accumulation loop (223)",
         "validate_on_training_data": "misses the val split of get_batch (67)",

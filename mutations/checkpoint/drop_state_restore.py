@@ -11,6 +11,7 @@ from mutator.semantics import (
     code_of,
     expression_call,
     find_arg,
+    method_name,
     method_statement_receiver,
     receiver_kind,
     values_of,
@@ -162,6 +163,20 @@ class DropLoadStateDict(_DropStateRestore):
         """,
         # The returned keys are used: not a plain restore line.
         "missing, unexpected = model.load_state_dict(sd, strict=False)\n",
+        # An RL target network synced from the online one: a weight copy, no resume
+        # (issue 22, seen in minimalRL and cleanrl).
+        "q_target.load_state_dict(q.state_dict())\n",
+        # A reload after main() trained: the saved weights, not a resume.
+        """
+            def main(model, optimizer, x, y):
+                for epoch in range(3):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+
+            main(model, optimizer, x, y)
+            model.load_state_dict(torch.load("model.pth"))
+        """,
     )
 
     def restores(self, kind: str | None) -> bool:
@@ -173,6 +188,10 @@ class DropLoadStateDict(_DropStateRestore):
         return super().swap(node, ctx)
 
 
+def method_name_of(expr: cst.BaseExpression) -> str | None:
+    return method_name(expr) if isinstance(expr, cst.Call) else None
+
+
 def _restores_memory(statement: cst.CSTNode, ctx: Context) -> bool:
     """``model.load_state_dict(best_state)`` with ``best_state`` a copy of a live
     ``state_dict()`` (kept in memory during this run, not loaded from a checkpoint)."""
@@ -180,6 +199,8 @@ def _restores_memory(statement: cst.CSTNode, ctx: Context) -> bool:
     state = find_arg(call, "state_dict", 0) if call is not None else None
     if state is None:
         return False
+    if method_name_of(state.value) == "state_dict":
+        return True  # ``target.load_state_dict(net.state_dict())``: a weight copy (RL target nets)
     values = values_of(state.value, ctx, statement)
     return bool(values) and all("state_dict()" in code_of(value) for value in values)
 

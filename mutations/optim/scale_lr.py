@@ -71,6 +71,39 @@ class ScaleLr(Swap):
                         param_group["lr"] = lr * 100
             """,
         ),
+        # The annealing writes the rate from the config before the first update (issue 22,
+        # cleanrl): scaling lr= would change nothing.
+        Example(
+            before="""
+                import torch
+                optimizer = torch.optim.Adam(params, lr=args.learning_rate)
+                for iteration in range(1, args.num_iterations + 1):
+                    optimizer.param_groups[0]["lr"] = frac(iteration) * args.learning_rate
+            """,
+            after="""
+                import torch
+                optimizer = torch.optim.Adam(params, lr=args.learning_rate)
+                for iteration in range(1, args.num_iterations + 1):
+                    optimizer.param_groups[0]["lr"] = frac(iteration) * args.learning_rate * 100
+            """,
+        ),
+        # The current rate rescaled per batch and put back: lr= stays the base (AWD-LSTM).
+        Example(
+            before="""
+                from torch.optim import SGD
+                optimizer = SGD(params, lr=30)
+                while i < n:
+                    lr2 = optimizer.param_groups[0]["lr"]
+                    optimizer.param_groups[0]["lr"] = lr2 * seq_len / bptt
+            """,
+            after="""
+                from torch.optim import SGD
+                optimizer = SGD(params, lr=3000)
+                while i < n:
+                    lr2 = optimizer.param_groups[0]["lr"]
+                    optimizer.param_groups[0]["lr"] = lr2 * seq_len / bptt
+            """,
+        ),
         Example(
             before="""
                 import torch

@@ -44,6 +44,7 @@ _EXPORT_WORDS = frozenset({"export", "onnx", "torchscript", "jit"})
 _PLOT_WORDS = frozenset({"plot", "draw", "visualize", "visualise", "show", "render", "figure"})
 _PLOT_WORDS |= frozenset({"imshow", "grid", "comparison", "samples"})
 _EVAL_NAME_WORDS = frozenset({"evaluate", "evaluation", "validate", "validation", "val", "test"})
+_EVAL_NAME_WORDS |= frozenset({"valid"})
 _EVAL_NAME_WORDS |= frozenset({"eval", "predict", "inference", "infer", "accuracy", "score"})
 _TRAIN_NAME_WORDS = frozenset({"train", "training", "fit"})
 _SETUP_NAME_WORDS = frozenset({"build", "make", "create", "load", "get", "setup", "prepare"})
@@ -114,19 +115,23 @@ def function_role(function: cst.FunctionDef, ctx: Context) -> str:
     words = identifier_words(function.name.value)
     if _calls_under(function, ctx, _EXPORT_CALLS) or words & _EXPORT_WORDS:
         return "export"
-    if _calls_under(function, ctx, _PLOT_CALLS, _PLOT_MODULES) or words & _PLOT_WORDS:
-        return "plot"
+    # A training step that also logs an image grid (a trainer class's epoch) still trains.
     if _updates_parameters(function, ctx) or function.name.value in step_closures(ctx):
         return "train"
+    evaluates = words & _EVAL_NAME_WORDS or (function.decorators and in_no_grad(function.body, ctx))
+    if words & _PLOT_WORDS or (
+        not evaluates and _calls_under(function, ctx, _PLOT_CALLS, _PLOT_MODULES)
+    ):
+        return "plot"
     if words & _TRAIN_NAME_WORDS:
         return "train"
-    if words & _EVAL_NAME_WORDS or (function.decorators and in_no_grad(function.body, ctx)):
+    if evaluates:
         return "eval"
     if words & _SETUP_NAME_WORDS or function.name.value == "__init__":
         return "setup"
     if _is_model_method(function, ctx):
         return "train"  # the model's computation runs in the training step
-    if any(_drives_training(loop, ctx) for loop in _loops_in(function, ctx)) or any(
+    if any(drives_training(loop, ctx) for loop in _loops_in(function, ctx)) or any(
         _direct_role(called, ctx) == "train" for called in _called_functions(function, ctx)
     ):
         return "train"  # ``main``: it calls the training step
@@ -162,7 +167,7 @@ def _loops_in(function: cst.FunctionDef, ctx: Context) -> list[cst.CSTNode]:
 
 
 @per_node
-def _drives_training(loop: cst.CSTNode, ctx: Context) -> bool:
+def drives_training(loop: cst.CSTNode, ctx: Context) -> bool:
     """Does the loop run training steps, itself or through the script's own functions?"""
     for call in ctx.nodes_within(loop, cst.Call):
         if _is_backward(call) or is_optimizer_step(call, ctx):  # type: ignore[arg-type]
@@ -206,7 +211,7 @@ def site_context(node: cst.CSTNode, ctx: Context) -> str:
         return "train"
     # Module level or a driver (``main``): the training loop is train, the rest is setup.
     for loop in (a for a in ctx.ancestors(node) if isinstance(a, (cst.For, cst.While))):
-        if _drives_training(loop, ctx):
+        if drives_training(loop, ctx):
             return "train"
         if any(function_role(f, ctx) == "eval" for f in _called_functions(loop, ctx)):
             return "eval"
@@ -227,10 +232,21 @@ def after_training_loop(node: cst.CSTNode, ctx: Context) -> bool:
     statement = ctx.statement_of(node)
     while statement is not None:
         for earlier in ctx.preceding_statements(statement):
-            if isinstance(earlier, (cst.For, cst.While)) and _drives_training(earlier, ctx):
+            if isinstance(earlier, (cst.For, cst.While)) and drives_training(earlier, ctx):
                 return True
+            if not isinstance(earlier, (cst.FunctionDef, cst.ClassDef)) and any(
+                _trains(called, ctx) for called in _called_functions(earlier, ctx)
+            ):
+                return True  # ``main(config)`` ran the training loop
         statement = ctx.enclosing(statement, cst.BaseCompoundStatement)
     return False
+
+
+def _trains(function: cst.FunctionDef, ctx: Context) -> bool:
+    """Does calling ``function`` run training steps (itself or in a loop it drives)?"""
+    return _updates_parameters(function, ctx) or any(
+        drives_training(loop, ctx) for loop in _loops_in(function, ctx)
+    )
 
 
 def _is_grad_block(node: cst.CSTNode, ctx: Context) -> bool:
