@@ -59,7 +59,6 @@ KNOWN_WRONG = {
     "lbfgs_sine.py": {
         "drop_training_data": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
         "optimizer_recreated_each_epoch": "misses LBFGS outside the steps loop (74)",
-        "step_outside_batch_loop": "dedents step(closure) out of the steps loop: no batch loop exists (86)",
         "train_val_leakage": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
     },
     "manual_sgd_regression.py": {

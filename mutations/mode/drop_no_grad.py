@@ -7,9 +7,15 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
+    bound_names,
     dedented_body,
     disables_grad,
+    dotted_name,
+    feeds_training,
+    is_model,
     method_name,
+    receiver,
+    resolve,
 )
 
 
@@ -24,10 +30,33 @@ def _touches_parameters(root: cst.CSTNode, ctx: Context) -> bool:
     for target in ctx.nodes_within(root, cst.AssignTarget):
         if isinstance(target.target, cst.Attribute) and target.target.attr.value == "data":
             return True  # w.data = ...
+    local = {
+        name
+        for assign in ctx.nodes_within(root, cst.AssignTarget)
+        for name in bound_names(assign.target)  # type: ignore[attr-defined]
+    }
     for call in ctx.nodes_within(root, cst.Call):
         method = method_name(call)
         if method and method.endswith("_") and not method.startswith("_"):
+            if dotted_name(receiver(call)) in local:
+                continue  # ``input.fill_(word_id)`` on a tensor the block made: no weight
             return True  # in-place tensor method: p.mul_(), w.copy_(), nn.init.zeros_(w)
+    return False
+
+
+def _runs_forward(root: cst.CSTNode, ctx: Context) -> bool:
+    """Does ``root`` call a model (``model(x)``, ``G.sample(n)``, ``evaluate(model, ...)``)?
+    Statistics on tensors already in the graph (PPO's KL estimate) build nothing new."""
+    for call in ctx.nodes_within(root, cst.Call):
+        callee = call.func  # type: ignore[attr-defined]
+        if not isinstance(callee, cst.Call) and is_model(callee, ctx):
+            return True
+        if isinstance(callee, cst.Name) and not resolve(callee, ctx).names:
+            return True  # ``m(x)``, ``generate(...)``: a callable the script was handed
+        if isinstance(callee, cst.Attribute) and is_model(callee.value, ctx):
+            return True
+        if any(is_model(arg.value, ctx) for arg in call.args):  # type: ignore[attr-defined]
+            return True
     return False
 
 
@@ -40,7 +69,10 @@ class DropNoGrad(Swap):
     slower and uses much more memory (an out-of-memory error on a GPU with a large
     validation set, or memory growth if a loss tensor is accumulated without
     ``.item()``); metrics are unchanged. Blocks that edit weights in place are not sites
-    (without ``no_grad`` they raise instead). Fix: wrap evaluation in
+    (without ``no_grad`` they raise instead), nor blocks that run no model (statistics on
+    tensors already in the graph), nor blocks whose values feed training (an RL rollout or
+    TD target that reaches the backwarded loss, a ``.numpy()`` of the output: there the
+    gradient changes or the run raises, issue 22). Fix: wrap evaluation in
     ``with torch.no_grad():`` (or ``torch.inference_mode()``) or decorate the evaluation
     function. Check: memory watch during validation, or assert
     ``not torch.is_grad_enabled()`` / ``not out.requires_grad`` in the evaluation code.
@@ -102,6 +134,23 @@ class DropNoGrad(Swap):
                         return [m(x) for x in xs]
             """,
         ),
+        Example(  # sampling whose prompt tensor is filled in place (a tutorial LM)
+            before="""
+                import torch
+                with torch.no_grad():
+                    input = torch.multinomial(prob, num_samples=1).unsqueeze(1)
+                    for i in range(num_samples):
+                        output, state = model(input, state)
+                        input.fill_(torch.multinomial(output.exp(), 1).item())
+            """,
+            after="""
+                import torch
+                input = torch.multinomial(prob, num_samples=1).unsqueeze(1)
+                for i in range(num_samples):
+                    output, state = model(input, state)
+                    input.fill_(torch.multinomial(output.exp(), 1).item())
+            """,
+        ),
         Example(
             before="""
                 import torch
@@ -141,6 +190,30 @@ class DropNoGrad(Swap):
             with open(path) as f:
                 data = f.read()
         """,
+        # A TD target that the loss reads (issue 22: cleanrl's DQN).
+        """
+            import torch
+            for step in range(steps):
+                with torch.no_grad():
+                    target_max, _ = target_network(next_obs).max(dim=1)
+                    td_target = rewards + gamma * target_max
+                old_val = q_network(obs).gather(1, actions).squeeze()
+                loss = F.mse_loss(td_target, old_val)
+                loss.backward()
+        """,
+        # A rollout whose actions go to numpy (raises on a tensor that needs grad).
+        """
+            import torch
+            with torch.no_grad():
+                actions = actor(torch.Tensor(obs).to(device))
+                actions = actions.cpu().numpy()
+        """,
+        # Statistics on tensors already in the graph: nothing new is built.
+        """
+            import torch
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - logratio).mean()
+        """,
         """
             import torch
 
@@ -155,15 +228,23 @@ class DropNoGrad(Swap):
         """,
     )
 
+    def _evaluation(self, block: cst.With | cst.FunctionDef, ctx: Context) -> bool:
+        """A block that runs a model and whose values do not feed training."""
+        return (
+            not _touches_parameters(block.body, ctx)
+            and _runs_forward(block.body, ctx)
+            and not feeds_training(block, ctx)
+        )
+
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if isinstance(node, cst.Decorator):
             function = ctx.parent(node)
-            if not disables_grad(node.decorator, ctx) or _touches_parameters(function, ctx):
+            if not disables_grad(node.decorator, ctx) or not self._evaluation(function, ctx):  # type: ignore[arg-type]
                 return None
             return cst.RemoveFromParent()
         assert isinstance(node, cst.With)
         kept = [item for item in node.items if not disables_grad(item.item, ctx)]
-        if len(kept) == len(node.items) or _touches_parameters(node.body, ctx):
+        if len(kept) == len(node.items) or not self._evaluation(node, ctx):
             return None
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)

@@ -43,6 +43,10 @@ Public API (import from ``mutator.semantics``):
 - hyperparameters as module-level constants (``hyperparams``):
   ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
   ``weight_decay``.
+- values of a ``no_grad`` block (``grad_flow``): ``feeds_training`` (they reach a later
+  backward, a ``.numpy()``, or return into a training loop: no evaluation block).
+- loops (``loops``): ``counts_steps`` (``for i in range(n)``, not data) and
+  ``whole_run_loop`` (a step counter that is the whole run: one update per iteration).
 - caches (``cache``): ``per_module``/``per_node`` memoise an analysis for one parse.
 """
 
@@ -92,6 +96,7 @@ from mutator.semantics.edits import (
     without_list_element,
     without_tuple_element,
 )
+from mutator.semantics.grad_flow import feeds_training
 from mutator.semantics.grad_mode import (
     ENABLE_GRAD,
     INFERENCE_MODE,
@@ -102,6 +107,7 @@ from mutator.semantics.grad_mode import (
     in_no_grad,
 )
 from mutator.semantics.hyperparams import hyperparameter_constants
+from mutator.semantics.loops import counts_steps, whole_run_loop
 from mutator.semantics.losses import (
     ALL_FUNCTIONAL_LOSSES,
     BINARY_LOSSES,
@@ -262,6 +268,7 @@ __all__ = [
     "code_of",
     "compact_code",
     "constructor_kind",
+    "counts_steps",
     "criterion_calls",
     "dedented_body",
     "disables_grad",
@@ -270,6 +277,7 @@ __all__ = [
     "enclosing_function",
     "every_group_sets",
     "expression_call",
+    "feeds_training",
     "find_arg",
     "forward_returns_log_probs",
     "fresh_name",
@@ -359,6 +367,7 @@ __all__ = [
     "values_bound_by",
     "values_of",
     "variables_read",
+    "whole_run_loop",
     "with_arg_value",
     "with_imported_name",
     "with_keyword",
