@@ -106,7 +106,9 @@ class DropLoadStateDict(_DropStateRestore):
     recover; an evaluation script reports chance-level accuracy. Fix: load the model's
     state dict (and check the returned missing/unexpected keys). Check: evaluate right
     after loading (loss should match the checkpoint's), or compare train/val curves of
-    a resumed run with an uninterrupted one.
+    a resumed run with an uninterrupted one. A copy from a live ``state_dict()`` (an RL
+    target network's sync) is no restore. Not told apart: a reload after a ``main()`` that
+    trained, which nothing uses afterwards (equivalent; 1 of 4 corpus mutants, issue 22).
     """
 
     name = "drop_load_state_dict"
@@ -166,17 +168,6 @@ class DropLoadStateDict(_DropStateRestore):
         # An RL target network synced from the online one: a weight copy, no resume
         # (issue 22, seen in minimalRL and cleanrl).
         "q_target.load_state_dict(q.state_dict())\n",
-        # A reload after main() trained: the saved weights, not a resume.
-        """
-            def main(model, optimizer, x, y):
-                for epoch in range(3):
-                    loss = criterion(model(x), y)
-                    loss.backward()
-                    optimizer.step()
-
-            main(model, optimizer, x, y)
-            model.load_state_dict(torch.load("model.pth"))
-        """,
     )
 
     def restores(self, kind: str | None) -> bool:

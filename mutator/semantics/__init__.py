@@ -35,7 +35,7 @@ Public API (import from ``mutator.semantics``):
 - model kinds (``models``): ``is_model``, ``is_module_class``, ``nn_class``,
   ``module_constructors``.
 - data pipeline (``data``): train/eval roles from names (``split_role``,
-  ``is_label_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
+  ``is_label_name``, ``receiving_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
   ``is_training_loader``.
 - static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
   eval, setup, export, plot, unknown) from where the node is; ``function_role``; ``after_training_loop``;
@@ -46,7 +46,8 @@ Public API (import from ``mutator.semantics``):
 - values of a ``no_grad`` block (``grad_flow``): ``feeds_training`` (they reach a later
   backward, a ``.numpy()``, or return into a training loop: no evaluation block).
 - loops (``loops``): ``counts_steps`` (``for i in range(n)``, not data) and
-  ``whole_run_loop`` (a step counter that is the whole run: one update per iteration).
+  ``whole_run_loop`` (a step counter that is the whole run: one update per iteration),
+  ``iterations`` (how often ``range`` with constant bounds runs).
 - caches (``cache``): ``per_module``/``per_node`` memoise an analysis for one parse.
 """
 
@@ -66,6 +67,7 @@ from mutator.semantics.data import (
     is_label_name,
     is_training_loader,
     loader_role,
+    receiving_name,
     shuffle_true,
     split_role,
     split_role_of,
@@ -107,7 +109,7 @@ from mutator.semantics.grad_mode import (
     in_no_grad,
 )
 from mutator.semantics.hyperparams import hyperparameter_constants
-from mutator.semantics.loops import counts_steps, whole_run_loop
+from mutator.semantics.loops import counts_steps, iterations, whole_run_loop
 from mutator.semantics.losses import (
     ALL_FUNCTIONAL_LOSSES,
     BINARY_LOSSES,
@@ -177,6 +179,7 @@ from mutator.semantics.roles import (
     CONTEXTS,
     TRAINING_CONTEXTS,
     after_training_loop,
+    drives_training,
     function_role,
     site_context,
 )
@@ -274,6 +277,7 @@ __all__ = [
     "disables_grad",
     "dotted_name",
     "dotted_names_in",
+    "drives_training",
     "enclosing_function",
     "every_group_sets",
     "expression_call",
@@ -312,6 +316,7 @@ __all__ = [
     "is_scheduler_step",
     "is_training_loader",
     "is_true",
+    "iterations",
     "keyword_arg",
     "keyword_string",
     "last_name",
@@ -349,6 +354,7 @@ __all__ = [
     "reads_grad",
     "receiver",
     "receiver_kind",
+    "receiving_name",
     "renamed_callee",
     "resolve",
     "same_scope",

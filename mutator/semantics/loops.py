@@ -14,8 +14,8 @@ import libcst as cst
 from mutator.context import Context
 from mutator.semantics.cache import per_node
 from mutator.semantics.names import resolve
-from mutator.semantics.scope import loops_around
-from mutator.semantics.syntax import callee_name
+from mutator.semantics.scope import loops_around, values_of
+from mutator.semantics.syntax import callee_name, number_value
 
 _COUNTERS = frozenset({"builtins.range", "tqdm.trange", "tqdm.auto.trange"})
 # Calls that wrap an iterable without changing what it yields (or only numbering it).
@@ -66,3 +66,24 @@ def whole_run_loop(loop: cst.CSTNode, ctx: Context) -> bool:
         return False
     function = ctx.enclosing_function(loop)
     return function is None or not _called_in_a_loop(function, ctx)
+
+
+def _constant(expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> float | None:
+    """A number literal, or a name every assignment binds to the same literal (``EPOCH = 1``)."""
+    value = number_value(expr)
+    if value is not None or not isinstance(expr, cst.Name):
+        return value
+    found = {number_value(v) for v in values_of(expr, ctx, at)}
+    return found.pop() if len(found) == 1 else None
+
+
+def iterations(loop: cst.CSTNode, ctx: Context) -> int | None:
+    """How many times ``for _ in range(a[, b])`` runs when its bounds are constants."""
+    if not counts_steps(loop, ctx):
+        return None
+    counter = _unwrapped(loop.iter, ctx)  # type: ignore[attr-defined]
+    bounds = [_constant(arg.value, ctx, loop) for arg in counter.args]  # type: ignore[attr-defined]
+    if not 1 <= len(bounds) <= 2 or None in bounds:
+        return None
+    start, stop = (0, bounds[0]) if len(bounds) == 1 else bounds
+    return max(0, int(stop) - int(start))  # type: ignore[arg-type]

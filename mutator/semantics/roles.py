@@ -234,19 +234,8 @@ def after_training_loop(node: cst.CSTNode, ctx: Context) -> bool:
         for earlier in ctx.preceding_statements(statement):
             if isinstance(earlier, (cst.For, cst.While)) and drives_training(earlier, ctx):
                 return True
-            if not isinstance(earlier, (cst.FunctionDef, cst.ClassDef)) and any(
-                _trains(called, ctx) for called in _called_functions(earlier, ctx)
-            ):
-                return True  # ``main(config)`` ran the training loop
         statement = ctx.enclosing(statement, cst.BaseCompoundStatement)
     return False
-
-
-def _trains(function: cst.FunctionDef, ctx: Context) -> bool:
-    """Does calling ``function`` run training steps (itself or in a loop it drives)?"""
-    return _updates_parameters(function, ctx) or any(
-        drives_training(loop, ctx) for loop in _loops_in(function, ctx)
-    )
 
 
 def _is_grad_block(node: cst.CSTNode, ctx: Context) -> bool:
