@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.data._pipelines import pipeline_role, transform_list
 from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
-from mutator.semantics import (
-    resolve,
-    without_list_element,
-)
-
-_NORMALIZE_TRANSFORM = (
-    "torchvision.transforms.Normalize",
-    "torchvision.transforms.v2.Normalize",
-    "torchvision.transforms.transforms.Normalize",
-)
+from mutator.semantics import without_list_element
 
 
 class DropInputNormalization(Operator):
@@ -28,7 +20,9 @@ class DropInputNormalization(Operator):
     make the loss surface ill-conditioned: a larger initial loss, slower and noisier
     convergence, sometimes divergence at a learning rate tuned for normalized inputs.
     How much depends on the raw scale: features spanning 0.001..1000 hurt badly, while
-    BatchNorm after the first layer or pixels in 0..16 with Adam absorb it.
+    BatchNorm after the first layer or pixels in 0..16 with Adam absorb it. A
+    normalisation that only the test or validation split gets is no site (removing it
+    is ``skip_val_normalization``'s train/test mismatch).
     Fix: standardize inputs with training-set statistics. Check: print input
     statistics of the first batch (mean far from 0, std far from 1); an init-loss
     check and the loss curve against the reference.
@@ -89,6 +83,18 @@ class DropInputNormalization(Operator):
         "lr = base_lr / 10\n",
         "progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))\n",
         "avg = total / 16\n",
+        # Only the test inputs (issue 22: CIFAR's transform_test, a notebook's test_x).
+        """
+            import torchvision.transforms as transforms
+            transform_test = transforms.Compose([
+                transforms.ToTensor(),
+                transforms.Normalize((0.49, 0.48, 0.44), (0.20, 0.19, 0.20)),
+            ])
+        """,
+        """
+            import torch
+            test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.
+        """,
     )
 
     def _outermost(self, node: cst.CSTNode, ctx: Context) -> bool:
@@ -98,23 +104,16 @@ class DropInputNormalization(Operator):
             if isinstance(a, cst.BinaryOperation)
         )
 
-    def _transform_list(self, node: cst.Call, ctx: Context) -> cst.List | None:
-        element = ctx.parent(node)
-        holder = ctx.parent(element) if element is not None else None
-        if (
-            resolve(node, ctx, strict=False).matches(_NORMALIZE_TRANSFORM)
-            and isinstance(element, cst.Element)
-            and isinstance(holder, cst.List)
-        ):
-            return holder
-        return None
-
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if isinstance(node, cst.Call):
-            holder = self._transform_list(node, ctx)
-            return None if holder is None else {holder: without_list_element(holder, node)}
+            holder = transform_list(node, ctx)
+            if holder is None or pipeline_role(holder, ctx) == "eval":
+                return None  # the test pipeline's own Normalize: skip_val_normalization's
+            return {holder: without_list_element(holder, node)}
         group = normalization_group(node, ctx)
         # One site per set of statistics: dropping only some would be a train/val mismatch.
         if not group or group[0] is not node or not self._outermost(node, ctx):
             return None
+        if all(pipeline_role(member, ctx) == "eval" for member in group):
+            return None  # only held-out inputs use these statistics
         return drop_normalizations([m for m in group if self._outermost(m, ctx)], ctx)

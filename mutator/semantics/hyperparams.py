@@ -9,6 +9,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.semantics.cache import per_module
 from mutator.semantics.data import identifier_words
+from mutator.semantics.scope import names_read
 from mutator.semantics.syntax import number_value
 
 # Kind -> the word sets a constant's name may consist of.
@@ -32,11 +33,7 @@ def _kind_of(name: str) -> str | None:
 @per_module
 def _constants(ctx: Context) -> dict[str, list[cst.Assign]]:
     found: dict[str, list[cst.Assign]] = {}
-    read = {
-        name.value  # type: ignore[attr-defined]
-        for name in ctx.nodes(cst.Name)
-        if not isinstance(ctx.parent(name), cst.AssignTarget)
-    }
+    read = names_read(ctx)
     for statement in ctx.module.body:
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             continue

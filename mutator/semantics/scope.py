@@ -106,6 +106,16 @@ def mentions(root: cst.CSTNode, name: str, ctx: Context) -> bool:
 # -- what a name holds ------------------------------------------------------------------------
 
 
+@per_module
+def names_read(ctx: Context) -> frozenset[str]:
+    """Every plain name the module reads somewhere (not only binds)."""
+    return frozenset(
+        name.value  # type: ignore[attr-defined]
+        for name in ctx.nodes(cst.Name)
+        if not isinstance(ctx.parent(name), cst.AssignTarget)
+    )
+
+
 def bound_names(target: cst.BaseExpression) -> Iterator[str]:
     """Dotted names bound by an assignment target (``a``, ``self.a``, ``a, (b, *c)``)."""
     if isinstance(target, (cst.Tuple, cst.List)):
