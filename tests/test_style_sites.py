@@ -104,10 +104,8 @@ KNOWN_WRONG = {
         "optimizer_recreated_each_epoch": "misses a module-level optimizer with the epoch loop under __main__ (60)",
     },
     "word_lm.py": {
-        "change_batch_size": "misses batchify(data, args.batch_size) (80)",
         "drop_input_to_device": "misses batchify's .to(device) (76)",
         "drop_scheduler_step": "misses the manual annealing lr /= 4.0 (181)",
-        "scale_lr": "misses the hand-written update's lr (162/169)",
         "zero_init": "misses a model without optimizer (116)",
     },
 }

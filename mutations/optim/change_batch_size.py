@@ -9,6 +9,7 @@ from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
     as_factor,
+    config_setting,
     find_arg,
     has_star_args,
     hyperparameter_constants,
@@ -16,8 +17,10 @@ from mutator.semantics import (
     is_training_loader,
     number_literal,
     number_value,
+    reads_field,
     training_loader_setting,
     with_arg_value,
+    with_setting_value,
 )
 
 
@@ -29,7 +32,8 @@ class ChangeBatchSize(Swap):
     fewer optimizer steps at the same learning rate, so training ends markedly underfit
     (and larger batches generalise a little worse); x1/8 means noisier gradients and 8x
     more steps (slower, noisier curves, sometimes instability at the old LR). Validation
-    loaders are not sites. Fix: scale the LR with the batch size (linear rule for SGD,
+    loaders are not sites; without a DataLoader that reads it, the batch size of a config
+    object is (a dataclass field, a settings dict entry, an argparse default). Fix: scale the LR with the batch size (linear rule for SGD,
     ~sqrt for Adam) and budget in steps, not epochs. Check: count optimizer steps per
     epoch; compare loss-vs-steps and loss-vs-samples curves with the reference.
     """
@@ -38,7 +42,7 @@ class ChangeBatchSize(Swap):
     category = "optim"
     summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
     expected = "degrades"
-    node_types = (cst.Call, cst.Assign, cst.DictElement)
+    node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {"factor": Param(8.0, "multiplier applied to batch_size", valid="(0, inf)")}
     variants = ({"factor": 0.125},)
     examples = (
@@ -110,6 +114,43 @@ class ChangeBatchSize(Swap):
             """,
             params={"factor": 0.125},
         ),
+        # Config objects read by a replay buffer or a loader factory (issue 22).
+        Example(
+            before="""
+                from dataclasses import dataclass
+                @dataclass
+                class Args:
+                    batch_size: int = 128
+                data = rb.sample(args.batch_size)
+            """,
+            after="""
+                from dataclasses import dataclass
+                @dataclass
+                class Args:
+                    batch_size: int = 1024
+                data = rb.sample(args.batch_size)
+            """,
+        ),
+        Example(
+            before="""
+                SETTINGS = {"learning_rate": 5e-4, "batch_size": 2}
+                loader = create_dataloader_v1(text, batch_size=SETTINGS["batch_size"])
+            """,
+            after="""
+                SETTINGS = {"learning_rate": 5e-4, "batch_size": 16}
+                loader = create_dataloader_v1(text, batch_size=SETTINGS["batch_size"])
+            """,
+        ),
+        Example(
+            before="""
+                parser.add_argument('--batch_size', type=int, default=80)
+                train_data = batchify(corpus.train, args.batch_size, args)
+            """,
+            after="""
+                parser.add_argument('--batch_size', type=int, default=640)
+                train_data = batchify(corpus.train, args.batch_size, args)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -141,6 +182,15 @@ class ChangeBatchSize(Swap):
         return size if is_training_loader(node, ctx) else None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        setting = config_setting(node, ctx, "batch_size")
+        if setting is not None:
+            # ``batch_size: int = 128`` in a config object that a replay buffer or a loader
+            # factory reads (issue 22); a DataLoader reading it is the site instead.
+            taken = training_loader_setting(ctx, "batch_size") or any(
+                is_data_loader(call, ctx) and reads_field(call, setting.field, ctx)
+                for call in ctx.nodes(cst.Call)
+            )
+            return None if taken else with_setting_value(setting, self._scaled(setting.value))
         if isinstance(node, cst.DictElement):  # ``train_kwargs = {"batch_size": 64}``
             if node in training_loader_setting(ctx, "batch_size"):
                 return node.with_changes(value=self._scaled(node.value))

@@ -8,6 +8,7 @@ from mutations.optim._shared import DEFAULT_LR, _times, optimizer_call
 from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
+    config_setting,
     find_arg,
     hyperparameter_constants,
     manual_lr_writes,
@@ -15,6 +16,7 @@ from mutator.semantics import (
     optimizer_class,
     with_arg_value,
     with_keyword,
+    with_setting_value,
 )
 
 
@@ -35,7 +37,7 @@ class ScaleLr(Swap):
     category = "optim"
     summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
     expected = "breaks_training"
-    node_types = (cst.Call, cst.Assign)
+    node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {
         "factor": Param(100.0, "multiplier applied to the learning rate", valid="(0, inf)")
     }
@@ -156,6 +158,17 @@ class ScaleLr(Swap):
             """,
             params={"factor": 0.01},
         ),
+        # A config object handed to a trainer that builds the optimizer (issue 22).
+        Example(
+            before="""
+                cfg.trainer.lr = 3e-4
+                trainer = Trainer(model, cfg)
+            """,
+            after="""
+                cfg.trainer.lr = 0.03
+                trainer = Trainer(model, cfg)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -171,6 +184,13 @@ class ScaleLr(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        setting = config_setting(node, ctx, "lr")
+        if setting is not None:
+            # ``cfg.trainer.lr = 3e-4`` handed to a trainer that builds the optimizer where
+            # the script does not show (issue 22); an optimizer call here is the site.
+            if manual_lr_writes(ctx) or any(optimizer_class(c, ctx) for c in ctx.nodes(cst.Call)):
+                return None
+            return with_setting_value(setting, _times(setting.value, self.params["factor"]))
         if isinstance(node, cst.Assign):
             if node in manual_lr_writes(ctx) or (
                 # ``lr = 0.05`` at module level feeding a hand-written update

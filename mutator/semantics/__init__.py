@@ -43,6 +43,9 @@ Public API (import from ``mutator.semantics``):
 - hyperparameters as module-level constants (``hyperparams``):
   ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
   ``weight_decay``.
+- hyperparameters in config objects (``config``): ``config_settings(ctx, kind)`` finds a
+  settings class's field, a settings dict's entry, an argparse default or ``cfg.x.lr = ..``
+  that the script reads back (``Setting``: the node to rewrite, its value, the field).
 - values of a ``no_grad`` block (``grad_flow``): ``feeds_training`` (they reach a later
   backward, a ``.numpy()``, or return into a training loop: no evaluation block).
 - loops (``loops``): ``counts_steps`` (``for i in range(n)``, not data) and
@@ -54,6 +57,13 @@ Public API (import from ``mutator.semantics``):
 from mutator.semantics.cache import (
     per_module,
     per_node,
+)
+from mutator.semantics.config import (
+    Setting,
+    config_setting,
+    config_settings,
+    reads_field,
+    with_setting_value,
 )
 from mutator.semantics.data import (
     DATA_LOADERS,
@@ -256,6 +266,7 @@ __all__ = [
     "ImportBinding",
     "ImportTable",
     "Resolution",
+    "Setting",
     "adaptive_optimizer",
     "after_training_loop",
     "argument_values",
@@ -271,6 +282,8 @@ __all__ = [
     "closed_args",
     "code_of",
     "compact_code",
+    "config_setting",
+    "config_settings",
     "constructor_kind",
     "counts_steps",
     "criterion_calls",
@@ -353,6 +366,7 @@ __all__ = [
     "per_module",
     "per_node",
     "positional_args",
+    "reads_field",
     "reads_grad",
     "receiver",
     "receiver_kind",
@@ -379,6 +393,7 @@ __all__ = [
     "with_arg_value",
     "with_imported_name",
     "with_keyword",
+    "with_setting_value",
     "without_arg",
     "without_element",
     "without_list_element",

@@ -16,13 +16,13 @@ from mutator.semantics.syntax import number_value
 _NAMES = {
     "batch_size": ({"batch", "size"}, {"bsz"}, {"bs"}),
     "lr": ({"lr"}, {"learning", "rate"}),
-    "dropout": ({"dropout"},),
+    "dropout": ({"dropout"}, {"drop", "rate"}, {"dropout", "rate"}),
     "weight_decay": ({"weight", "decay"}, {"wd"}),
 }
 KINDS = tuple(_NAMES)
 
 
-def _kind_of(name: str) -> str | None:
+def kind_of(name: str) -> str | None:
     words = identifier_words(name)
     for kind, spellings in _NAMES.items():
         if any(words == spelling for spelling in spellings):
@@ -43,7 +43,7 @@ def _constants(ctx: Context) -> dict[str, list[cst.Assign]]:
         target = assign.targets[0].target
         if not isinstance(target, cst.Name) or number_value(assign.value) is None:
             continue
-        kind = _kind_of(target.value)
+        kind = kind_of(target.value)
         if kind is not None and target.value in read:  # a constant nothing reads is no setting
             found.setdefault(kind, []).append(assign)
     return found
