@@ -36,7 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.adaptive import adaptive_sweep  # noqa: E402
 from experiments.catalog import build_tables, load_runs, stopping_decisions  # noqa: E402
-from experiments.catalog_job import NOOP_SEED_OFFSET, _parser, _plan  # noqa: E402
+from experiments.catalog.job import catalog_parser  # noqa: E402
+from experiments.catalog.plan import plan  # noqa: E402
+from experiments.catalog.profiles import NOOP_SEED_OFFSET  # noqa: E402
 from experiments.harness import spec as harness_spec  # noqa: E402
 from experiments.trace import RESULT_FILE  # noqa: E402
 
@@ -85,8 +87,8 @@ def main() -> int:
     versions = {row.get("harness_version") for row in rows.values()}
     if len(versions) == 1 and None not in versions:
         harness_spec.HARNESS_VERSION = versions.pop()
-    plan_args = _parser().parse_args([f"results_dir={results}"])
-    specs, _, n_classes, *_ = _plan(loops, seeds, control, plan_args, {})
+    plan_args = catalog_parser().parse_args([f"results_dir={results}"])
+    specs, _, n_classes, *_ = plan(loops, seeds, control, plan_args, {})
     # Operators added after the catalog was recorded have no runs in it: replayed without.
     by_mutant: dict[str, list] = {}
     for spec in specs:

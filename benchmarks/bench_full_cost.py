@@ -32,12 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.adaptive import Progress, adaptive_sweep, mutant_key  # noqa: E402
 from experiments.catalog import load_runs, stopping_decisions  # noqa: E402
-from experiments.catalog_job import (  # noqa: E402
+from experiments.catalog.job import catalog_parser  # noqa: E402
+from experiments.catalog.plan import plan  # noqa: E402
+from experiments.catalog.profiles import (  # noqa: E402
     NOOP_SEED_OFFSET,
     PROFILES,
-    _noop_seeds,
-    _parser,
-    _plan,
+    noop_seeds_for,
     strength_loops,
 )
 from experiments.harness import spec as harness_spec  # noqa: E402
@@ -117,16 +117,16 @@ def main() -> int:
         "catalog's); fewer steps are a prefix of each search, so their runs are stored",
     )
     args, catalog_argv = parser.parse_known_args()
-    catalog = _parser().parse_args(catalog_argv)
+    catalog = catalog_parser().parse_args(catalog_argv)
     profile = PROFILES[catalog.profile]
     loops = tuple(catalog.loops.split(",")) if catalog.loops else profile.loops
     adaptive = profile.adaptive if catalog.adaptive is None else catalog.adaptive
     seeds, noop_seeds = profile.seeds, profile.noop_seeds
     if catalog.seeds is not None:
         seeds = tuple(range(catalog.seeds))
-        noop_seeds = noop_seeds if adaptive else _noop_seeds(seeds)
+        noop_seeds = noop_seeds if adaptive else noop_seeds_for(seeds)
     strength = profile.strength if catalog.strength is None else catalog.strength
-    specs, results, n_classes, *_ = _plan(loops, seeds, noop_seeds, catalog, dict(profile.epochs))
+    specs, results, n_classes, *_ = plan(loops, seeds, noop_seeds, catalog, dict(profile.epochs))
     rows = stored_rows(results)
     if not rows:
         print(f"{results}: no stored runs", file=sys.stderr)
@@ -134,7 +134,7 @@ def main() -> int:
     versions = {row.get("harness_version") for row in rows.values()}
     if len(versions) == 1 and None not in versions and versions != {harness_spec.HARNESS_VERSION}:
         harness_spec.HARNESS_VERSION = versions.pop()  # plan the keys the store was made with
-        specs, *_ = _plan(loops, seeds, noop_seeds, catalog, dict(profile.epochs))
+        specs, *_ = plan(loops, seeds, noop_seeds, catalog, dict(profile.epochs))
     ledger = Ledger(rows)
     rounds = {"n": 0}
 

@@ -50,7 +50,7 @@ def check(budget: Any) -> None:
 
 def runner_budget(budget: Any) -> Any:
     """The runner's ``Budget`` for a checked ``budget`` config."""
-    from experiments.harness.runner import Budget
+    from experiments.harness.budget import Budget
 
     check(budget)
     return Budget(

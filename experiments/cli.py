@@ -91,6 +91,8 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     """One file as always; several files (``model.py train.py``): each in turn, identities
     naming each file relative to the first one's folder, ``--out`` one folder for all."""
     files = list(args.files)
+    if args.rejected and (args.diff or args.out or args.order != 1):
+        raise UserError("--rejected lists sites one per line: use it with --list alone")
     if len(files) == 1:
         args.file = files[0]
         return _mutate_file(args)
@@ -145,6 +147,8 @@ def _mutate_file(args: argparse.Namespace, target: str | None = None) -> int:
 
     operators = _load_operators(args.operator)
     source = _read_source(args.file, target)
+    if args.rejected:
+        return _list_with_rejected(args, source, operators)
     sites = source.find_sites(operators)
     if not sites:
         names = "the chosen operators" if args.operator else "any operator"
@@ -168,12 +172,28 @@ def _mutate_file(args: argparse.Namespace, target: str | None = None) -> int:
             print(mutant.diff)
         return 0
     for group in groups:
-        first = group[0]
-        identity = "+".join(site.identity for site in group)
-        names = "+".join(site.operator.label for site in group)
-        contexts = "+".join(site.context for site in group)
-        print(f"{args.file}:{first.line}:{first.column + 1} {names} {identity} [{contexts}]")
+        print(_listing(args.file, group))
     print(f"{len(groups)} mutants", file=sys.stderr)
+    return 0
+
+
+def _listing(path: str, group: Sequence) -> str:
+    """flake8-style: ``path:line:col operators identity [contexts]``."""
+    first = group[0]
+    identity = "+".join(site.identity for site in group)
+    names = "+".join(site.operator.label for site in group)
+    contexts = "+".join(site.context for site in group)
+    return f"{path}:{first.line}:{first.column + 1} {names} {identity} [{contexts}]"
+
+
+def _list_with_rejected(args: argparse.Namespace, source, operators: list) -> int:
+    """The sites and, among them in line order, the places the engine rejected with why."""
+    survey = source.survey(operators)
+    lines = [((site.line, site.column), _listing(args.file, (site,))) for site in survey.sites]
+    lines += [((r.site.line, r.site.column), r.line(args.file)) for r in survey.rejected]
+    for _, line in sorted(lines, key=lambda item: item[0]):
+        print(line)
+    print(f"{len(survey.sites)} mutants, {len(survey.rejected)} rejected", file=sys.stderr)
     return 0
 
 
@@ -232,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--list", action="store_true", help="list mutants, flake8-style (default)")
     mode.add_argument("--diff", action="store_true", help="print each mutant's unified diff")
     mode.add_argument("--out", metavar="DIR", help="write mutant files and manifest.json to DIR")
+    mutate.add_argument(
+        "--rejected",
+        action="store_true",
+        help="with --list: also the places rejected as no site, each with its reason",
+    )
     mutate.add_argument("--order", type=int, default=1, help="bugs per mutant, 1-5 (default 1)")
     mutate.add_argument("--count", type=int, default=10, help="higher-order mutants to draw")
     mutate.add_argument("--seed", type=int, default=0, help="seed for drawing higher-order mutants")
@@ -263,13 +288,13 @@ def _bench(argv: Sequence[str]) -> int:
 
 
 def _catalog(argv: Sequence[str]) -> int:
-    from experiments.catalog_job import catalog_main
+    from experiments.catalog.job import catalog_main
 
     return guarded("trainwreck catalog", catalog_main, argv)
 
 
 def _report(argv: Sequence[str]) -> int:
-    from experiments.catalog_job import report_main
+    from experiments.catalog.report_cmd import report_main
 
     return guarded("trainwreck report", report_main, argv)
 

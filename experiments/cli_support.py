@@ -12,8 +12,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from experiments import interrupt
+
 USAGE_ERROR = 2
-INTERRUPTED = 130
 
 _Argv = TypeVar("_Argv", bound=Sequence[str] | None)
 
@@ -31,9 +32,11 @@ class Parser(argparse.ArgumentParser):
 
 def guarded(prog: str, command: Callable[[_Argv], int], argv: _Argv) -> int:
     """Run ``command(argv)``; a UserError becomes ``PROG: error: ...`` and exit 2, Ctrl-C
-    exit 130, a closed pipe (``| head``) a quiet 0."""
+    exit 130 and SIGTERM 143 (``experiments.interrupt``), a closed pipe (``| head``) a
+    quiet 0."""
     try:
-        return command(argv)
+        with interrupt.handling():
+            return command(argv)
     except UserError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
@@ -42,8 +45,8 @@ def guarded(prog: str, command: Callable[[_Argv], int], argv: _Argv) -> int:
 
         print(f"{prog}: error: {permission_message(error)}", file=sys.stderr)
         return USAGE_ERROR
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         print(f"{prog}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return interrupt.exit_status(error)
     except BrokenPipeError:
         return 0

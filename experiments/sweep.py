@@ -58,6 +58,7 @@ class Loop:
     mutate: tuple[str, ...] = ()
     flag_style: str = "space"  # "equals": --seed=0 for every flag the harness adds
     holdout: str | None = None  # "module:function": held-out evaluation of the trained model
+    metrics: str | None = None  # regex with groups val_loss / val_metric for printed lines
 
     @property
     def folder(self) -> Path:
@@ -164,6 +165,16 @@ def check_holdout(spec: str | None) -> None:
         ) from None
 
 
+def check_metrics(pattern: str | None) -> None:
+    """``loop.metrics`` must compile and name ``val_loss`` or ``val_metric``."""
+    from experiments.capture.lines import compile_pattern
+
+    try:
+        compile_pattern(pattern)
+    except ValueError as error:
+        raise SweepError(str(error)) from None
+
+
 def operators_for(specs: Sequence[str]) -> list[Operator]:
     """Operator instances for specs like ``drop_zero_grad``, ``scale_lr(factor=0.01)``,
     ``all`` or ``variants``; an unknown name lists the valid ones."""
@@ -205,6 +216,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
             raise SweepError(f"loop.cwd: {folder} is not a folder")
         path = find_script(loop.script, folder)
         check_holdout(loop.holdout)
+        check_metrics(loop.metrics)
         source = read_source(path)
         try:
             files = mutated_files(path, folder, loop.mutate)
@@ -243,6 +255,7 @@ def build(sweep: Sweep) -> list[RunSpec]:
                         target=None if file == path else str(file),
                         context=context,
                         holdout=loop.holdout,
+                        metrics=loop.metrics,
                     )
                 )
     return _shard(specs, *sweep.shard)

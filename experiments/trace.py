@@ -25,12 +25,24 @@ A run folder holds:
     ``eval_forwards`` (forwards whose output got no gradient), of which
     ``eval_forwards_grad`` ran with grad enabled (a wasted graph).
   - ``report``: whatever the script passed to ``experiments.telemetry.report``
-    (``epoch``, ``train_loss``, ``val_loss``, ``val_metric``...).
+    (``epoch``, ``train_loss``, ``val_loss``, ``val_metric``...), with ``source:
+    "report"``; or, written when the script ends, numbers it printed or logged
+    (``source``: ``pattern``, ``tensorboard``, ``wandb``, ``lightning``, ``logging``,
+    ``stdout``, ``stderr``; plus ``split``, ``names``, ``val_metric_kind``), one series
+    per field, never one the script reported itself (``experiments/capture``).
+  - ``metric``: one per printed line or logging call that showed an evaluation's number
+    (``source``, ``step``, ``epoch``, ``at``, ``numbers``): the evidence behind those.
+  - ``capture``: once, before ``end``: ``measured_by`` (per ``val_loss``/``val_metric``,
+    the source that measured it, or null), ``names``, ``events``, ``pattern``,
+    ``written``, ``errors``.
   - ``end``: ``status`` and the final counters (written by the child if it can;
     otherwise the parent appends it). Fields: ``status``, ``exc_type``, ``exc_message``,
     ``exit_code``, ``nonfinite`` (``[kind, i]`` of the first non-finite ``backward`` or
     ``loss_fn`` loss, or null), ``steps``, ``backward_calls``, ``loss_fn_calls``, the four
-    forward counters; from the child also ``wall_s`` and ``peak_cuda_mb``; from the parent
+    forward counters; from the child also ``wall_s``, ``peak_cuda_mb`` and ``raised``
+    (the exception the script ended with: ``types``, its class and base classes' names,
+    innermost cause first; ``message``; ``lines``, its traceback's lines in the mutated
+    file, outermost first; null on a clean end or an exit); from the parent
     ``written_by: "parent"`` (the child died abruptly: timeout, memory cap, signal).
 
   Harness notes: ``grad_norm``/``update_ratio`` are sampled on step 1 and every
@@ -58,8 +70,19 @@ from typing import Any
 
 TRACE_FILE = "trace.jsonl"
 RESULT_FILE = "result.json"
-# ``unreached``: a mutant whose changed statements never ran (see harness/reach.py).
-STATUSES = ("ok", "crash", "timeout", "nan", "oom", "killed", "invalid", "unreached")
+# ``unreached``: a mutant whose changed statements never ran (see harness/reach.py);
+# ``stillborn``: a mutant that cannot run as the bug it names (see harness/raised.py).
+STATUSES = (
+    "ok",
+    "crash",
+    "timeout",
+    "nan",
+    "oom",
+    "killed",
+    "invalid",
+    "unreached",
+    "stillborn",
+)
 
 RESULT_FIELDS = (
     "key",  # cache key (hex)

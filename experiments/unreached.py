@@ -1,10 +1,18 @@
-"""Mutants whose changed statements never ran are set aside, not judged.
+"""Runs that say nothing about the bug are set aside, not judged: ``unreached`` and
+``stillborn`` mutants.
 
-The harness gives such a run the status ``unreached`` (``experiments/harness/reach.py``):
-it executed exactly the unmutated code, so whatever it measured says nothing about the
-bug. ``judge_reached`` keeps those runs out of the statistics, labels them ``unreached``
-and lists each mutant that never ran on any seed with ``measured = unreached``, so the
-tables show it as such (a mutant that ran on some seeds is judged on those alone).
+The harness gives a run the status ``unreached`` when its changed statements never ran
+(``experiments/harness/reach.py``): it executed exactly the unmutated code. It gives
+``stillborn`` to a run that died of a Python-level error at a changed line before its first
+optimizer step, when the operator does not declare such a crash
+(``experiments/harness/raised.py``): the rewrite cannot run, so it is not the bug its
+operator names. ``judge_reached`` keeps those runs out of the statistics (no severity,
+no effect size, no seed in the sequential rule), labels each with its status, and lists
+each mutant none of whose runs was judged with ``measured`` set to that status.
+
+A mutant that ran its changed lines on some seeds only is judged on those alone (a branch
+taken on some seeds); a mutant stillborn on any seed is stillborn as a whole: a rewrite
+that cannot run on one seed is not the bug it claims on the others.
 """
 
 from __future__ import annotations
@@ -17,27 +25,39 @@ from typing import Any
 import pandas as pd
 
 UNREACHED = "unreached"
+STILLBORN = "stillborn"
+SET_ASIDE = (STILLBORN, UNREACHED)  # a mutant with both is stillborn
 _KEYS = ("loop", "device", "identity")
 _COPIED = ("operator", "variant", "site", "category", "role")
 
 
 def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> Any:
-    """``judge(frame)`` on the runs that reached their mutation; see the module docstring."""
-    aside = frame["status"].eq(UNREACHED) if "status" in frame else None
-    if aside is None or not aside.any():
+    """``judge(frame)`` on the runs that say something about their bug; see the module
+    docstring."""
+    if "status" not in frame:
+        return judge(frame)
+    stillborn = set(
+        map(tuple, frame.loc[frame["status"].eq(STILLBORN), list(_KEYS)].itertuples(index=False))
+    )
+    keys = list(map(tuple, frame[list(_KEYS)].itertuples(index=False)))
+    whole = pd.Series([key in stillborn for key in keys], index=frame.index)
+    aside = frame["status"].eq(UNREACHED) | whole
+    if not aside.any():
         return judge(frame)
     judgement = judge(frame[~aside])
     labels = [
-        [UNREACHED] if set_aside else list(judgement.run_labels.get(index, []))
+        [_status(frame, index)] if set_aside else list(judgement.run_labels.get(index, []))
         for index, set_aside in zip(frame.index, aside)
     ]
-    reached = set(map(tuple, frame.loc[~aside, list(_KEYS)].itertuples(index=False)))
+    judged = set(map(tuple, frame.loc[~aside, list(_KEYS)].itertuples(index=False)))
     rows = []
     for key, group in frame[aside].groupby(list(_KEYS), sort=True):
-        if tuple(key) in reached:
+        if tuple(key) in judged:
             continue
         first = group.iloc[0]
         seeds = sorted(int(seed) for seed in group["seed"])
+        status = STILLBORN if tuple(key) in stillborn else UNREACHED
+        count = int(group["status"].eq(status).sum())
         rows.append(
             {
                 **dict(zip(_KEYS, key)),
@@ -46,9 +66,10 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
                 "n_reference": 0,
                 "seeds": json.dumps(seeds),  # JSON text, as in the judged rows
                 "reference_seeds": "[]",
-                "measured": UNREACHED,
-                "symptoms": f"{UNREACHED} {len(seeds)}/{len(seeds)}",
-                "label_fractions": json.dumps({UNREACHED: 1.0}),
+                "measured": status,
+                "outcome": _raised(group) if status == STILLBORN else None,
+                "symptoms": f"{status} {count}/{len(seeds)}",
+                "label_fractions": json.dumps({status: count / len(seeds)}),
             }
         )
     symptoms = judgement.symptoms
@@ -65,3 +86,18 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
         run_severity=pd.Series(severity, index=frame.index, dtype=object),
         symptoms=symptoms,
     )
+
+
+def _raised(group: pd.DataFrame) -> str:
+    """The exception of a stillborn mutant's first stillborn run, on one line."""
+    run = group[group["status"].eq(STILLBORN)].iloc[0]
+    text = ": ".join(str(part) for part in (run.get("exc_type"), run.get("exc_message")) if part)
+    text = " ".join(text.split())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _status(frame: pd.DataFrame, index: Any) -> str:
+    """A set-aside run's label: its own status, or ``stillborn`` for a run of a stillborn
+    mutant that itself ended otherwise (its verdict would describe a broken rewrite)."""
+    status = str(frame.at[index, "status"])
+    return status if status in SET_ASIDE else STILLBORN

@@ -9,7 +9,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, ScopeProvider
+from libcst.metadata.scope_provider import Scope
 
 PROVIDERS = (PositionProvider,)
 
@@ -24,7 +25,9 @@ class Context:
         parents: dict[cst.CSTNode, cst.CSTNode],
     ):
         self.module: cst.Module = wrapper.module
+        self._wrapper = wrapper
         self._metadata = wrapper.resolve_many(PROVIDERS)
+        self._scopes: dict[cst.CSTNode, Scope | None] | None = None
         self._nodes_by_type = nodes_by_type
         self._parents = parents
         self._span_cache: dict[type, tuple[list, list, list]] = {}
@@ -40,6 +43,25 @@ class Context:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    def scope(self, node: cst.CSTNode) -> Scope | None:
+        """LibCST's scope of ``node`` (names, assignments, accesses). Resolved on first use
+        only: most questions about a script never need it, and it costs a pass."""
+        scopes = self._scope_table()
+        for current in (node, *self.ancestors(node)):
+            found = scopes.get(current)
+            if found is not None:
+                return found
+        return None
+
+    def all_scopes(self) -> list[Scope]:
+        """Every scope of the module (global, functions, classes, comprehensions)."""
+        return list({id(s): s for s in self._scope_table().values() if s is not None}.values())
+
+    def _scope_table(self) -> dict[cst.CSTNode, Scope | None]:
+        if self._scopes is None:
+            self._scopes = dict(self._wrapper.resolve(ScopeProvider))
+        return self._scopes
 
     # -- structure ------------------------------------------------------------------
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:

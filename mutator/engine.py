@@ -8,7 +8,6 @@ never renumbers a mutant. Higher-order mutants join their parts with ``+``.
 from __future__ import annotations
 
 import hashlib
-import random
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -21,17 +20,16 @@ from libcst.metadata import MetadataWrapper
 from mutator.context import Context
 from mutator.cst_internals import code_at_depth, statement_offsets
 from mutator.diff import unified_diff_lines
-from mutator.operator import Edits, Operator, Replacement
+from mutator.errors import MutationError
+from mutator.gate import NON_SITE, Rejected, screen
+from mutator.higher_order import choose_higher_order  # noqa: F401  (callers import it here)
+from mutator.operator import Edits, NonSite, Operator, Replacement
 from mutator.rewrite import Apply, render_module
 from mutator.semantics.roles import site_context
 from mutator.splice import Lines, TextEdit
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
 PART_SEPARATOR = "+"
-
-
-class MutationError(Exception):
-    """A problem with the input (syntax error, bad operator) or, for compile failures, the engine."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +63,14 @@ class Site:
 
     def overlaps(self, other: Site) -> bool:
         return any(a.overlaps(b) for a in self.footprint for b in other.footprint)
+
+
+@dataclass
+class Survey:
+    """What ``SourceFile.survey`` found: the sites, and the places it rejected."""
+
+    sites: list[Site]
+    rejected: list[Rejected]
 
 
 @dataclass(frozen=True)
@@ -167,11 +173,18 @@ class SourceFile:
 
     # -- sites ----------------------------------------------------------------------
     def find_sites(self, operators: Sequence[Operator]) -> list[Site]:
-        """Every site of every operator, in document order, with stable identities."""
+        """Every site of every operator, in document order, with stable identities; the
+        places rejected on the way (``survey``) are left out."""
+        return self.survey(operators).sites
+
+    def survey(self, operators: Sequence[Operator]) -> Survey:
+        """The sites of ``operators`` and, apart, the places rejected with their reasons:
+        declared non-sites and sites the static gate (``mutator.gate``) turns down. A
+        rejected place keeps its ordinal, so rejecting one never renames another mutant."""
         ctx = self.context
-        found: list[Site] = []
+        survey = Survey([], [])
         counters: dict[tuple[str, str], int] = defaultdict(int)
-        candidates: list[tuple[tuple[int, int], int, Operator, cst.CSTNode, Edits]] = []
+        candidates: list[tuple[tuple[int, int], int, Operator, cst.CSTNode, Edits | NonSite]] = []
         for order, operator in enumerate(operators):
             plan = operator.plan  # looked up once: it runs for every candidate node
             for node_type in operator.node_types:
@@ -194,11 +207,18 @@ class SourceFile:
             counters[key] += 1
             site = Site(operator, node, scope, ordinal, line, column, self.target)
             site.context = context
+            if isinstance(edits, NonSite):
+                survey.rejected.append(Rejected(site, NON_SITE, edits.reason))
+                continue
             self._set_edits(site, edits)
             if self._skipped(site):
                 continue
-            found.append(site)
-        return found
+            found = screen(site, ctx)
+            if found is not None:
+                survey.rejected.append(Rejected(site, *found))
+                continue
+            survey.sites.append(site)
+        return survey
 
     def _set_edits(self, site: Site, edits: Edits) -> None:
         site.edits = {id(node): (node, replacement) for node, replacement in edits.items()}
@@ -357,40 +377,3 @@ class SourceFile:
             if isinstance(block, cst.IndentedBlock)
         ]
         return code_at_depth(self.module, node, indents)
-
-
-# -- higher-order mutants ---------------------------------------------------------------
-
-
-def choose_higher_order(
-    sites: Sequence[Site], order: int, count: int, seed: int
-) -> list[tuple[Site, ...]]:
-    """Up to ``count`` distinct sets of ``order`` sites of different operators that do not
-    overlap, drawn reproducibly from ``seed``."""
-    if not 2 <= order <= 5:
-        raise MutationError(f"order must be between 2 and 5, got {order}")
-    rng = random.Random(seed)
-    chosen: list[tuple[Site, ...]] = []
-    seen: set[tuple[str, ...]] = set()
-    pool = list(sites)
-    for _ in range(max(50, count * 50)):
-        if len(chosen) >= count:
-            break
-        rng.shuffle(pool)
-        picked: list[Site] = []
-        for site in pool:
-            if any(site.operator.name == other.operator.name for other in picked):
-                continue
-            if any(site.overlaps(other) for other in picked):
-                continue
-            picked.append(site)
-            if len(picked) == order:
-                break
-        if len(picked) < order:
-            break  # not enough compatible sites: no draw can succeed
-        picked.sort(key=lambda site: (site.line, site.column, site.operator.name))
-        key = tuple(site.identity for site in picked)
-        if key not in seen:
-            seen.add(key)
-            chosen.append(tuple(picked))
-    return chosen

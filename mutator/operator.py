@@ -1,10 +1,12 @@
 """The operator contract: a small declarative class per bug.
 
 An operator declares the node types it looks at (``node_types``) and implements one
-method, ``plan(node, ctx) -> Edits | None``: the replacements of one site keyed by original
-node, or None where it does not apply. The engine calls it once per candidate node. A bug
-that replaces just the site node derives from ``Swap`` and implements ``swap`` instead.
-An operator never walks the tree, numbers sites or touches files: the engine does.
+method, ``plan(node, ctx) -> Edits | NonSite | None``: the replacements of one site keyed by
+original node, None where it does not apply, or ``NonSite(reason)`` where the mutant would
+not be its bug (the engine lists those as rejected). The engine calls it once per candidate
+node. A bug that replaces just the site node derives from ``Swap`` and implements ``swap``
+instead. An operator never walks the tree, numbers sites or touches files: the engine does;
+the engine's static gate (``mutator.gate``) then checks every site before it is listed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,22 @@ SEVERITIES = (
 Replacement = cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel
 # All node replacements of one site, keyed by original node (the keys are its footprint).
 Edits = dict[cst.CSTNode, Replacement]
+
+# What an operator may claim about its edits, for the static gate (``mutator.gate``) to hold
+# it to: "shrinks_slice" (every slice bound it edits makes the sliced part smaller),
+# "training_loader" (the DataLoader it edits feeds the loss that is backwarded).
+CLAIMS = frozenset({"shrinks_slice", "training_loader"})
+
+
+@dataclass(frozen=True)
+class NonSite:
+    """What ``plan``/``swap`` return for a place that looks like a site but whose mutant
+    would not be the bug the operator names: an equivalent mutant known statically (the
+    model has no dropout, the slice keeps every parameter) or an effect other than the name.
+    The engine keeps it out of the sites and lists it with ``reason`` under ``mutate
+    --rejected``, so a skipped place says why instead of vanishing."""
+
+    reason: str
 
 
 def code_block(text: str) -> str:
@@ -130,6 +148,8 @@ class Operator(ABC):
     # drops sites elsewhere. Plotting and export code never run the training the bug names;
     # operators on the training loss or step leave out ``eval`` too.
     contexts: ClassVar[frozenset[str]] = frozenset({"train", "eval", "setup", "unknown"})
+    # What the static gate checks on top of every site's names and call keywords (``CLAIMS``).
+    claims: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **params: Any) -> None:
         unknown = set(params) - set(self.parameters)
@@ -179,6 +199,8 @@ class Operator(ABC):
             problems.append("node_types is empty")
         if not cls.summary:
             problems.append("summary is empty")
+        if not cls.claims <= CLAIMS:
+            problems.append(f"claims {sorted(cls.claims - CLAIMS)} not in {sorted(CLAIMS)}")
         for key, spec in cls.parameters.items():
             numeric = isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool)
             if numeric and spec.choices is None and spec.valid is None:
@@ -192,9 +214,10 @@ class Operator(ABC):
 
     # -- what subclasses implement -------------------------------------------------
     @abstractmethod
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        """The edits of the site at ``node`` (one of ``node_types``), or None where the
-        operator does not apply. Called once per candidate: decide and build together."""
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        """The edits of the site at ``node`` (one of ``node_types``), None where the
+        operator does not apply, or ``NonSite(reason)`` where it seems to and does not.
+        Called once per candidate: decide and build together."""
 
     # -- identity ------------------------------------------------------------------
     @property
@@ -231,9 +254,12 @@ class Swap(Operator):
     """An operator whose bug replaces the site node alone: implement ``swap``."""
 
     @abstractmethod
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        """The replacement of ``node``, or None where the operator does not apply."""
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
+        """The replacement of ``node``, None where the operator does not apply, or
+        ``NonSite(reason)``."""
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         replacement = self.swap(node, ctx)
-        return None if replacement is None else {node: replacement}
+        if replacement is None or isinstance(replacement, NonSite):
+            return replacement
+        return {node: replacement}

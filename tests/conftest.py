@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import subprocess
+import sys
 import textwrap
+
+import pytest
 
 from mutations.registry import get_operator
 from mutator import Mutant, Site, SourceFile
@@ -48,3 +53,37 @@ def run_script(
     with contextlib.redirect_stdout(out if out is not None else io.StringIO()):
         exec(compile(source, filename, "exec"), namespace)
     return namespace
+
+
+# -- TRAINWRECK_TEST_LOAD=N: the suite on a busy machine ------------------------------------
+# N processes spin for the whole session, one core each, so the tests that depend on timing
+# (deadlines, Ctrl-C, hangs) are tried the way a user's busy machine runs them. Each spinner
+# watches its parent and stops when the test session ends, however it ends.
+_SPIN = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    pass\n"
+
+
+def _load_processes() -> int:
+    value = os.environ.get("TRAINWRECK_TEST_LOAD", "0").strip() or "0"
+    if not value.isdigit():
+        raise pytest.UsageError(
+            f"TRAINWRECK_TEST_LOAD must be a number of processes, got {value!r}"
+        )
+    return int(value)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def machine_load():
+    """The busy processes TRAINWRECK_TEST_LOAD asks for, for the whole session."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", _SPIN, str(os.getpid())])
+        for _ in range(_load_processes())
+    ]
+    yield len(spinners)
+    for spinner in spinners:
+        spinner.kill()
+        spinner.wait()
+
+
+def pytest_report_header(config) -> str | None:
+    count = _load_processes()
+    return f"machine load: {count} busy processes (TRAINWRECK_TEST_LOAD)" if count else None

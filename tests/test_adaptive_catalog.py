@@ -111,10 +111,11 @@ def test_adaptive_shards_reach_the_unsharded_verdicts(tmp_path, capsys):
     assert _verdicts(sharded) == _verdicts(whole)
 
     # Both shards held mutants (the split is by identity, every reference in both).
-    from experiments.catalog_job import _parser, _plan
+    from experiments.catalog.job import catalog_parser
+    from experiments.catalog.plan import plan
 
-    args = _parser().parse_args(_catalog(tmp_path / "plan")[1:])
-    specs, *_ = _plan(("binary_cancer",), tuple(range(5)), (100, 101, 102), args, {})
+    args = catalog_parser().parse_args(_catalog(tmp_path / "plan")[1:])
+    specs, *_ = plan(("binary_cancer",), tuple(range(5)), (100, 101, 102), args, {})
     shards = [shard_mutants(specs, index, 2) for index in (0, 1)]
     mutants = [{s.identity for s in shard if s.mutant is not None} for shard in shards]
     assert all(mutants) and not mutants[0] & mutants[1]

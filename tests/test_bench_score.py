@@ -113,7 +113,8 @@ def test_crash_hang_and_garbage_score_as_no_finding_and_the_run_goes_on():
 
     started = time.perf_counter()
     hung = run_detector(Hanging(), CASES, timeout_s=0.5)
-    assert time.perf_counter() - started < 10
+    # Cut off at its 0.5 s timeout, not left hanging (a generous margin for a busy machine).
+    assert time.perf_counter() - started < 60
     timeouts = [o for o in hung.outcomes if o.error_kind == "timeout"]
     assert [o.case.truth.identity for o in timeouts] == ["m3"]
     assert summarize(hung.outcomes)["detected"] == 2  # the other cases were still scored

@@ -91,14 +91,14 @@ def test_catalog_user_errors_are_one_line(tmp_path, capsys):
 def test_summary_prints_agreement_misleads_and_the_noop_rate_with_its_interval(capsys):
     from types import SimpleNamespace
 
-    from experiments.catalog_job import _print_summary
+    from experiments.catalog.report_cmd import print_summary
 
     control = {"noop_sets": 20, "noop_sets_not_silent": 1, "set_fpr": 0.05}
     control["set_fpr_ci"] = (0.009, 0.236)
     summary = SimpleNamespace(
         control=control, agreement=(60, 80), misleads=7, n_mutants=80, n_loops=2, out_dir="x"
     )
-    _print_summary(summary)
+    print_summary(summary)
     out = capsys.readouterr()
     text = out.out + out.err
     assert "1 of 20 seed-sets not silent (false-positive rate 5%, 95% CI 1%-24%)" in text
@@ -109,13 +109,15 @@ def test_quick_profile_runs_half_budgets_and_an_override_wins(tmp_path):
     """The quick profile trains mlp_digits 10 epochs and binary_cancer 15 (half their own
     budgets: its runs fit a minute on 2 cores; docs/benchmarks.md #16 lists the verdicts
     this moves); a user's epochs override still wins."""
-    from experiments.catalog_job import PROFILES, _parser, _plan
+    from experiments.catalog.job import catalog_parser
+    from experiments.catalog.plan import plan
+    from experiments.catalog.profiles import PROFILES
 
     quick = PROFILES["quick"]
 
     def epochs_of(*overrides: str) -> dict[str, set[int]]:
-        args = _parser().parse_args(["--operators", "scale_lr", *overrides])
-        specs, *_ = _plan(quick.loops, quick.seeds, quick.noop_seeds, args, dict(quick.epochs))
+        args = catalog_parser().parse_args(["--operators", "scale_lr", *overrides])
+        specs, *_ = plan(quick.loops, quick.seeds, quick.noop_seeds, args, dict(quick.epochs))
         found: dict[str, set[int]] = {}
         for spec in specs:
             argv = list(spec.argv)
@@ -130,7 +132,7 @@ def test_quick_profile_runs_half_budgets_and_an_override_wins(tmp_path):
 
 
 def test_strength_loops_default_to_the_profile_and_a_bad_one_is_one_line(tmp_path, capsys):
-    from experiments.catalog_job import PROFILES, Profile, strength_loops
+    from experiments.catalog.profiles import PROFILES, Profile, strength_loops
 
     every = Profile(loops=("a", "b", "c"), seeds=(0,), noop_seeds=(100,), description="")
     assert strength_loops(every, ("a", "b"), None) == ("a", "b")

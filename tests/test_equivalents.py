@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.catalog import _annotate_symptoms
+from experiments.catalog.tables import annotate_symptoms
 from experiments.report.operators import operator_info
 from experiments.symptoms.equivalents import EQUIVALENTS, why_equivalent
 
@@ -43,7 +43,7 @@ def test_catalog_why_names_the_equivalence_and_only_for_that_loop():
             for row in rows
         ]
     )
-    annotated = _annotate_symptoms(symptoms, operator_info([operator]))
+    annotated = annotate_symptoms(symptoms, operator_info([operator]))
     why = dict(zip(annotated["loop"], annotated["why"]))
     assert why[loop] == f"equivalent ({declared.reason})"
     assert not why["my_script"].startswith("equivalent")

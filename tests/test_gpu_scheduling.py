@@ -134,16 +134,17 @@ def test_cpu_runs_and_explicit_cuda_indices_keep_the_parents_environment(tmp_pat
 
 
 def test_cuda_sweeps_default_to_runs_per_gpu_on_every_gpu_capped_by_cores(monkeypatch):
+    from experiments.compose import compose
     from experiments.harness.runner import Runner
-    from experiments.run import _workers, compose
+    from experiments.resources import workers_for
 
     cfg = compose(["device=cuda", "budget.runs_per_gpu=3"])
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(64)))
-    assert _workers(cfg, ["0", "1"]) == 6
-    assert _workers(compose(["device=cuda"]), ["0"]) == gpu.DEFAULT_RUNS_PER_GPU
+    assert workers_for(cfg, ["0", "1"]) == 6
+    assert workers_for(compose(["device=cuda"]), ["0"]) == gpu.DEFAULT_RUNS_PER_GPU
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
-    assert _workers(cfg, ["0", "1"]) == 4  # each run needs a core as well as a GPU place
-    assert _workers(compose(["device=cuda", "budget.workers=2"]), ["0", "1"]) == 2
+    assert workers_for(cfg, ["0", "1"]) == 4  # each run needs a core as well as a GPU place
+    assert workers_for(compose(["device=cuda", "budget.workers=2"]), ["0", "1"]) == 2
     assert Runner("unused", workers=16, gpus=["0"], runs_per_gpu=3).workers == 3
     assert Runner("unused", workers=16).workers == 16  # no GPUs given: no cap
 

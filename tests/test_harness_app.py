@@ -10,8 +10,10 @@ import pytest
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
 from experiments import sweep as sweeps
+from experiments.compose import compose, to_sweep
 from experiments.harness import load_results
-from experiments.run import check_device, compose, main, to_sweep
+from experiments.resources import check_device
+from experiments.run import main
 from mutations.registry import operator_classes
 from mutator import SourceFile, Swap
 
@@ -80,7 +82,7 @@ def test_joblib_launcher_is_available():
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from experiments.run import CONFIG_DIR
+    from experiments.schema import CONFIG_DIR
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = hydra_compose("config", ["hydra/launcher=joblib"], return_hydra_config=True)

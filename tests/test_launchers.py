@@ -18,7 +18,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from experiments.harness import load_results
-from experiments.run import CONFIG_DIR
+from experiments.schema import CONFIG_DIR
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHARDS = 2

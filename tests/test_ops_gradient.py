@@ -120,6 +120,11 @@ def test_optimizer_partial_params_in_every_style():
         if style == "function":
             assert found == []  # the optimizer is built elsewhere
             continue
+        if style == "flat":  # nn.Linear(4, 2): [-2:] keeps both tensors, an equivalent mutant
+            source = SourceFile(textwrap.dedent(template.format(opt="optimizer")), "t.py")
+            rejected = source.survey([get_operator("optimizer_partial_params")]).rejected
+            assert found == [] and "2 parameter tensors" in rejected[0].reason
+            continue
         assert len(found) == 1
         assert "(list(" in found[0].source and ".parameters())[-2:]" in found[0].source
 

@@ -100,8 +100,10 @@ def test_no_grad_around_old_style_evaluation_code_is_a_site():
 )
 def test_a_model_class_is_recognised_through_its_base(imports):
     base = "torch.nn.Module" if imports == "import torch" else "nn.Module"
+    # Body reads self.training: the mode matters (without it drop_train_mode is equivalent).
     source = (
-        f"{imports}\nclass Body({base}):\n    pass\nclass Head(Body):\n    pass\n"
+        f"{imports}\nclass Body({base}):\n    def forward(self, x):\n"
+        "        return x * 0.5 if self.training else x\nclass Head(Body):\n    pass\n"
         "m = Head().to(device)\nfor epoch in range(2):\n    m.train()\n    m.eval()\n"
     )
     assert len(sites(source, "drop_model_to_device")) == 1

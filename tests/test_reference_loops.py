@@ -14,7 +14,6 @@ import importlib
 import math
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,7 +39,6 @@ class LoopSpec:
     n_classes: int | None  # None: regression (initial loss ~1 on standardized targets)
     # A short run "learns" when its last val metric clears this bar (chance: 1/C, R^2: 0).
     short_metric_floor: float
-    cpu_budget_s: float = 3.0
 
 
 def _vocab_size(module_name: str) -> int:
@@ -54,7 +52,7 @@ LOOPS: dict[str, LoopSpec] = {
     "resume_digits": LoopSpec(("--epochs", "4", "--resume-at", "2"), 10, 0.7),
     "binary_cancer": LoopSpec(("--epochs", "4"), 2, 0.85),
     "regression_diabetes": LoopSpec(("--epochs", "5"), None, 0.2),
-    "char_lm": LoopSpec(("--epochs", "1"), -1, 0.12, cpu_budget_s=8.0),
+    "char_lm": LoopSpec(("--epochs", "1"), -1, 0.12),
     "lstm_lm": LoopSpec(("--epochs", "1"), -1, 0.15),
 }
 LANGUAGE_MODELS = ("char_lm", "lstm_lm")
@@ -73,7 +71,6 @@ def n_classes(name: str) -> int | None:
 class Run:
     losses: list[float] = field(default_factory=list)  # every training loss, in order
     reports: list[dict[str, Any]] = field(default_factory=list)
-    cpu_s: float = 0.0
 
     @property
     def epochs(self) -> list[dict[str, Any]]:
@@ -101,9 +98,7 @@ def run_main(main: Callable[[list[str]], None], *argv: str) -> Run:
             patch.setattr(F, function, _recording(getattr(F, function), run))
         telemetry.set_sink(run.reports.append)
         try:
-            start = time.process_time()
             main(list(argv))
-            run.cpu_s = time.process_time() - start
         finally:
             telemetry.set_sink(None)
     return run
@@ -266,7 +261,9 @@ def _unigram_entropy(text: str) -> float:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LOOPS)
-def test_default_budget_reaches_target_in_budget(name):
+def test_default_budget_reaches_its_target(name):
+    """The metric target is reached within the loop's default epoch budget. How long that
+    takes depends on the machine: ``benchmarks/bench_loops.py`` times it (docs/benchmarks.md)."""
     run = run_loop(name, "--seed", "0")
     final = run.epochs[-1]
     if name in LANGUAGE_MODELS:
@@ -280,8 +277,6 @@ def test_default_budget_reaches_target_in_budget(name):
         assert final["val_metric"] >= 0.95
     if name == "binary_cancer":
         assert run.reports[-1]["test_metric"] >= 0.95
-    # CPU time, not wall time: other processes on the machine must not fail the test.
-    assert run.cpu_s <= LOOPS[name].cpu_budget_s
 
 
 # The bugs the issue names: missing zero_grad, LR x100, eval mode during training, labels

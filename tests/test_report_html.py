@@ -76,10 +76,17 @@ def test_report_has_a_table_row_and_a_figure_per_mutant(catalog):
 def test_symptoms_markdown_escapes_pipes_and_lists_every_mutant(catalog):
     tables, _ = catalog
     text = render_symptoms_md(tables)
-    table_rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(table_rows) == len(tables.symptoms) + 1  # + header
-    widths = {row.replace("\\|", "").count("|") for row in table_rows}
+    symptoms_part, _, validity_part = text.partition("## Mutant validity")
+
+    def table_rows(part: str) -> list[str]:
+        return [line for line in part.splitlines() if line.startswith("| ") and "---" not in line]
+
+    assert len(table_rows(symptoms_part)) == len(tables.symptoms) + 1  # + header
+    widths = {row.replace("\\|", "").count("|") for row in table_rows(symptoms_part)}
     assert len(widths) == 1  # no cell broke the table
+    # The validity section: one row per operator of the mutants, after its header.
+    operators = tables.symptoms.loc[tables.symptoms["role"] == "mutant", "operator"].nunique()
+    assert len(table_rows(validity_part)) == operators + 1
     assert "false-positive rate 0.0%" in text
 
 

@@ -42,7 +42,6 @@ KNOWN_WRONG = {
     "dcgan.py": {
         "drop_input_normalization": "misses the [-1, 1] pixel scaling images * 2 - 1 (19)",
         "drop_input_to_device": "misses real = real.to(device) (105): 'real' is not a known input name",
-        "optimizer_partial_params": "[-2:] of a two-tensor discriminator keeps every parameter (98)",
         "step_before_backward": "lands between the discriminator's two backward calls (after 115)",
         "zero_grad_after_backward": "lands between the discriminator's two backward calls (after 110)",
     },

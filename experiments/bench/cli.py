@@ -149,8 +149,9 @@ def _score(argv: list[str]) -> int:
     from experiments.bench import leaderboard, score
     from experiments.bench.api import get_detector
     from experiments.bench.corpus import reference_loops, run_cases, source_cases
-    from experiments.bench.progress import progress_printer
     from experiments.bench.styles import style_cases
+    from experiments.bench.validity import mutant_validity
+    from experiments.progress import progress_printer
 
     options = _options(args.option)
     try:
@@ -167,6 +168,8 @@ def _score(argv: list[str]) -> int:
             f"--clean-code {args.clean_code}: not a folder (give one with *.py scripts)"
         )
     reports = []
+    # Mutants that are not the bug they claim are no ground truth (bench/validity.py).
+    validity = mutant_validity(results_dir)
     for detector in detectors:
         if detector.inputs == "source":
             cases = _source_cases(source_cases, loops, args)
@@ -176,6 +179,14 @@ def _score(argv: list[str]) -> int:
             cases = run_cases(results_dir, args.loops)
             if not cases:
                 print(f"{detector.name}: no stored runs under {results_dir}/runs", file=sys.stderr)
+        kept = [case for case in cases if validity.keeps(case)]
+        if len(kept) < len(cases):
+            print(
+                f"{detector.name}: {len(cases) - len(kept)} cases of mutants that are not their "
+                "bug left out of the ground truth",
+                file=sys.stderr,
+            )
+        cases = kept
         report = score.run_detector(detector, cases, args.timeout, progress_printer(detector.name))
         reports.append(report)
     written = leaderboard.write_leaderboard(reports, results_dir / "bench", args.line_tolerance)
@@ -185,6 +196,8 @@ def _score(argv: list[str]) -> int:
             leaderboard.LEADERBOARD_COLUMNS,
         )
     )
+    print("\n" + validity.section())
+    print(validity.line(), file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 

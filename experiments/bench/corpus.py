@@ -20,6 +20,7 @@ from typing import Any
 from experiments.bench.api import RunInput, ScriptInput
 from experiments.loops import loop_paths
 from experiments.trace import RESULT_FILE, read_trace
+from experiments.unreached import SET_ASIDE
 
 CLEAN = "none"
 
@@ -122,8 +123,8 @@ def run_cases(results_dir: str | Path, loops: Sequence[str] | None = None) -> li
         if loops and loop not in loops and Path(loop).stem not in loops:
             continue
         identity = str(result.get("identity") or CLEAN)
-        if result.get("status") == "unreached":
-            continue  # the mutated lines never ran: the run shows no bug, so no ground truth
+        if result.get("status") in SET_ASIDE:
+            continue  # unreached or stillborn: the run shows no bug, so no ground truth
         truth = Truth(
             identity,
             tuple(result.get("operators") or ()),

@@ -15,8 +15,8 @@ too low, and a seen loop's clean runs score lower than an unseen loop's, hence f
 loop. The threshold is split-conformal (``operating.conformal_threshold``). The diagnoser
 sees the whole run, so its finding's step is the run's last optimizer step.
 
-Mutant runs whose mutated lines never ran (status ``unreached``, or ``reached`` false) show
-no bug and are not used as examples of one.
+Mutant runs whose mutated lines never ran (status ``unreached``, or ``reached`` false) or
+whose rewrite could not run (``stillborn``) show no bug and are not used as examples of one.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 from experiments.bench.api import DetectorError, DynamicDetector, Finding, RunInput, register
 from experiments.bench.operating import TARGET_FPR, conformal_threshold
 from experiments.trace import STATUSES
+from experiments.unreached import SET_ASIDE
 
 # Left out although scale-free in units: ``update_ratio_median`` (its level is set by the
 # loop's learning rate) and ``grad_norm_trend`` (a slope per 100 steps, set by the loop's
@@ -83,8 +84,9 @@ def _number(value: Any) -> float:
 
 
 def is_unreached(run: RunInput) -> bool:
-    """The mutated lines never ran: the run cannot show the bug (tolerates older rows)."""
-    return run.result.get("status") == "unreached" or run.result.get("reached") is False
+    """The mutated lines never ran, or the rewrite could not run (``stillborn``): the run
+    cannot show the bug (tolerates older rows)."""
+    return run.result.get("status") in SET_ASIDE or run.result.get("reached") is False
 
 
 def _loop(run: RunInput) -> str:

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from experiments.bench.corpus import Case, run_cases, source_cases
+from experiments.bench.validity import MutantValidity, mutant_validity
 from experiments.files import staged_folder
 from experiments.trace import RESULT_FILE, TRACE_FILE
+from experiments.unreached import STILLBORN
 
 README = """# trainwreck detector benchmark bundle
 
@@ -33,8 +35,16 @@ for evaluating bug detectors without installing trainwreck.
 - `ground_truth.jsonl`: per mutant file: `identity`, `target` (the file it changes),
   `operators`, `categories`, `contexts` (where each changed site is: train, eval,
   setup, export, plot or unknown), `lines` (lines of the original that changed) and
-  `mutant_lines` (the same places in the mutant). Runs whose mutated lines never
-  executed (status `unreached`) are left out: they show no bug.
+  `mutant_lines` (the same places in the mutant), and `validity`: what the results'
+  catalog measured when the mutant was not the bug it claims there (`equivalent on cpu`:
+  every run identical to the unmutated loop's on that device; `unreached on cpu`: its
+  changed lines never ran), else empty. Such a mutant stays ground truth as code: a
+  dropped `.to(device)` does nothing on the CPU and crashes on a GPU. A `stillborn`
+  mutant (its rewrite died of a Python-level error at a changed line, which its operator
+  does not declare) is broken code, not its bug: its file stays under `mutants/`, marked
+  in the index's `validity` column, but it has no line in `ground_truth.jsonl`.{validity}
+- Runs of stillborn, equivalent or unreached mutants are not in the bundle: their traces
+  show no bug (an equivalent mutant's trace is the clean one of its seed).
 - `traces/<key>/`: stored runs (`result.json`: status, operators, categories, seed...;
   `trace.jsonl`: losses per backward(), optimizer steps with gradient norm and update
   ratio, forward-mode counters, reported validation metrics), when the bundle has runs.
@@ -54,16 +64,20 @@ def export_bundle(
 ) -> dict[str, Any]:
     """Write the bundle to ``out`` atomically; returns counts. ``out`` must not exist or be empty."""
     out = out.resolve()
+    validity = mutant_validity(results_dir)
     with staged_folder(out) as staging:
         cases, problems = source_cases(loops, epochs=epochs)
         runs = run_cases(results_dir) if results_dir is not None else []
-        index = _write_sources(staging, cases) + _write_runs(staging, runs)
+        runs = [case for case in runs if validity.keeps(case)]
+        index = _write_sources(staging, cases, validity) + _write_runs(staging, runs)
         _write_index(staging, index)
         operators = sorted({op for case in cases for op in case.truth.operators})
         from mutator.operator import CATEGORIES
 
         readme = README.format(
-            categories=", ".join(CATEGORIES), operators=", ".join(operators) or "none"
+            categories=", ".join(CATEGORIES),
+            operators=", ".join(operators) or "none",
+            validity=_validity_note(results_dir, validity),
         )
         if problems:
             readme += "\nOperators that failed while building this bundle:\n\n"
@@ -71,11 +85,26 @@ def export_bundle(
         (staging / "README.md").write_text(readme, encoding="utf-8")
     kinds = [row["kind"] for row in index]
     return {kind: kinds.count(kind) for kind in ("clean", "mutant", "run")} | {
-        "problems": len(problems)
+        "not ground truth": sum(1 for row in index if row.get("validity") == STILLBORN),
+        "problems": len(problems),
     }
 
 
-def _write_sources(root: Path, cases: list[Case]) -> list[dict[str, Any]]:
+def _validity_note(results_dir: Path | None, validity: MutantValidity) -> str:
+    if results_dir is None:
+        return (
+            "\n  This bundle was written without `--results-dir`: no mutant was run, so none"
+            " was checked for being stillborn or equivalent."
+        )
+    if validity.symptoms is None:
+        return (
+            "\n  Equivalence was not measured (the results folder has no catalog); stillborn"
+            " and unreached mutants come from the stored runs' statuses."
+        )
+    return ""
+
+
+def _write_sources(root: Path, cases: list[Case], validity: MutantValidity) -> list[dict[str, Any]]:
     rows = []
     counters: dict[str, int] = {}
     with open(root / "ground_truth.jsonl", "w", encoding="utf-8") as truth_file:
@@ -92,8 +121,9 @@ def _write_sources(root: Path, cases: list[Case]) -> list[dict[str, Any]]:
                 kind = "mutant"
             (root / relative).parent.mkdir(parents=True, exist_ok=True)
             (root / relative).write_text(case.script.source, encoding="utf-8")
-            row = _row(kind, relative, case, seed=None, status=None)
-            if kind == "mutant":
+            why = validity.of(case.loop, truth.identity) if kind == "mutant" else ""
+            row = {**_row(kind, relative, case, seed=None, status=None), "validity": why}
+            if kind == "mutant" and validity.keeps(case):
                 truth_file.write(json.dumps(row) + "\n")
             rows.append(row)
     return rows
@@ -109,7 +139,8 @@ def _write_runs(root: Path, runs: list[Case]) -> list[dict[str, Any]]:
         for name in (RESULT_FILE, TRACE_FILE):
             if (case.run_folder / name).exists():
                 shutil.copyfile(case.run_folder / name, target / name)
-        rows.append(_row("run", Path("traces") / key, case, case.seed, case.result.get("status")))
+        row = _row("run", Path("traces") / key, case, case.seed, case.result.get("status"))
+        rows.append({**row, "validity": ""})
     return rows
 
 

@@ -46,6 +46,7 @@ from experiments.bench.api import (
 )
 from experiments.bench.corpus import Case
 from experiments.bench.operating import TARGET_FPR, detection_at_fpr, fpr_interval
+from experiments.unreached import SET_ASIDE
 
 Progress = Callable[[int, int], None]
 
@@ -225,11 +226,13 @@ def is_style(case: Case) -> bool:
 
 def ground_truth(outcomes: list[Outcome]) -> list[Outcome]:
     """Outcomes that can be scored: not runs of mutants whose mutated lines never ran
-    (status ``unreached``, or ``reached`` false; rows without the field count)."""
+    (status ``unreached``, or ``reached`` false; rows without the field count) or whose
+    rewrite cannot run (``stillborn``)."""
     return [
         o
         for o in outcomes
-        if o.case.result.get("status") != "unreached" and o.case.result.get("reached") is not False
+        if o.case.result.get("status") not in SET_ASIDE
+        and o.case.result.get("reached") is not False
     ]
 
 

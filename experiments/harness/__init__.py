@@ -6,9 +6,13 @@ Public API (cheap to import; torch loads when a run starts)::
 
     rows = run_sweep(specs, "results/", workers=2, progress=print)
 
-See ``runner`` (scheduling, deadlines, caching), ``child`` (the run's process),
-``reuse`` and ``pool`` (a run process that serves several CPU runs in turn),
-``hooks`` (telemetry), ``status`` (how a status is decided), ``store`` (the folders).
+The parent: ``runner`` (scheduling), ``budget`` (deadlines), ``cache`` (which stored
+results stand), ``launch`` (starting a run's process), ``watch`` (deadlines and memory
+caps in flight), ``ending`` (a run's end record, status and ``row``), ``reaper`` (no
+process outlives its run), ``reuse`` and ``pool`` (a run process that serves several CPU
+runs in turn), ``store`` and ``seal`` (the folders, trusted rows). The run's process:
+``child``, with ``hooks`` (telemetry), ``writer`` (the trace), ``guard`` and ``workdir``
+(the user's tree stays untouched), ``holdout``. ``status`` says how a status is decided.
 """
 
 from experiments.harness.spec import HARNESS_VERSION, RunSpec, cache_key
@@ -26,8 +30,12 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # run_sweep/Budget pull in the runner (and, when a run starts, torch): load on use.
-    if name in ("run_sweep", "Budget", "Runner"):
+    # run_sweep pulls in the runner (and, when a run starts, torch): load on use.
+    if name == "Budget":
+        from experiments.harness.budget import Budget
+
+        return Budget
+    if name in ("run_sweep", "Runner"):
         from experiments.harness import runner
 
         return getattr(runner, name)

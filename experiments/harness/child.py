@@ -27,7 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from experiments import capture as reported
 from experiments import telemetry as telemetry_api
+from experiments.harness import raised as raised_record
 from experiments.harness import reaper, tracecap
 from experiments.harness import status as rules
 from experiments.trace import TRACE_FILE
@@ -207,7 +209,10 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
     observed = bool(config.get("telemetry", True))
     if observed:
         telemetry.install()
-    telemetry_api.set_sink(lambda metrics: writer.record("report", **metrics))
+    # Numbers the script reports itself, logs or prints (experiments/capture): hooks
+    # installed before it starts; report() goes through them to be tagged with its source.
+    captured = reported.start(writer, config.get("metrics"), observe=observed)
+    telemetry_api.set_sink(captured.report)
     # -- held-out evaluation (experiments/harness/holdout.py): capture the trained model --
     capture = None
     if config.get("holdout"):
@@ -216,12 +221,25 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
         capture = holdout.Capture()
         capture.install()
 
+    raised: dict[str, Any] = {}  # the script's exception, read before its traceback goes
+
+    def keep_raised(error: BaseException) -> None:
+        try:  # an exception whose str() fails must still leave an end record
+            raised["record"] = raised_record.describe(
+                error, project.mutated_file or config["script"]
+            )
+        except Exception:
+            raised["record"] = None
+
     def finish(error: BaseException | None) -> int:
         """Write the end record; returns the process's exit code."""
         telemetry_api.set_sink(None)
         counters: dict[str, Any] = {**telemetry.finish(), "telemetry": observed}
         # Read before the held-out evaluation: its cost is the harness's, not the script's.
         cpu_s = round(time.process_time() - cpu_started, 4)
+        # Before the held-out evaluation (whose output is not the script's): reads the
+        # run's stdout/stderr and writes the resolved report records.
+        captured.finish(run_dir)
         # -- held-out evaluation: only a script that ended normally has a trained model --
         if capture is not None and _exit_code(error) == 0:
             telemetry.remove()  # the evaluation's forwards and losses are not the run's
@@ -244,6 +262,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
             wall_s=round(time.perf_counter() - started, 4),
             cpu_s=cpu_s,
             reach=project.reach_counts(),
+            raised=raised.get("record"),
             trace_dropped=tracecap.dropped(),
             nonce=nonce,
             **counters,
@@ -266,7 +285,9 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
     os._exit = exit_now
     try:
         code = finish(
-            _execute(config["script"], source, list(config["argv"]), project.compile_main)
+            _execute(
+                config["script"], source, list(config["argv"]), project.compile_main, keep_raised
+            )
         )
     finally:
         os._exit = real_exit
@@ -277,6 +298,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
         if capture is not None:
             capture.remove()
         guard.uninstall()
+        reported.stop(captured)
         outcome["peak_rss_mb"] = reuse.peak_memory_mb()
     return code
 
@@ -300,8 +322,10 @@ def _execute(
     source: str,
     argv: list[str],
     compile_main: Callable[[str, str], types.CodeType] | None = None,
+    on_error: Callable[[BaseException], None] | None = None,
 ) -> BaseException | None:
-    """Run ``source`` as ``__main__`` as if it were ``script``; the exception it ended with."""
+    """Run ``source`` as ``__main__`` as if it were ``script``; the exception it ended with
+    (``on_error`` sees it first, with its traceback)."""
     module = types.ModuleType("__main__")
     module.__dict__.update(
         __file__=script, __builtins__=builtins, __spec__=None, __loader__=None, __package__=None
@@ -317,6 +341,8 @@ def _execute(
     except BaseException as error:
         if not (isinstance(error, SystemExit) and error.code in (0, None)):
             traceback.print_exc()
+        if on_error is not None:
+            on_error(error)
         error.__traceback__ = None  # let the script's tensors go before the end record
         module.__dict__.clear()
         gc.collect()

@@ -25,9 +25,12 @@ class Prepared:
         self.module = config.get("module_target")  # None: the mutant is the script
         self.counters = reach.install_counters(len(self.regions))
         self.probed: set[int] = set()
+        # The file name the mutated module's frames carry (None: the mutant is the script).
+        self.mutated_file: str | None = None
         if self.module:
+            self.mutated_file = os.path.realpath(self.module)
             source = Path(config["module_source_path"]).read_text(encoding="utf-8")
-            code, self.probed = _compile(source, os.path.realpath(self.module), self.regions)
+            code, self.probed = _compile(source, self.mutated_file, self.regions)
             modules.install(self.module, source, code)
 
     def compile_main(self, source: str, filename: str) -> CodeType:

@@ -12,10 +12,12 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
+# 7: the end record's ``raised`` (exception, frames in the mutated file), ``stillborn``;
+# 6: numbers the script logs or prints are captured (metric, capture, report records);
 # 5: sealed rows with their budget, output and trace caps, descendants end with a run;
 # 4: runs start in a private mirror of the invocation folder, reach probes, module mutants;
 # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
-HARNESS_VERSION = "5"
+HARNESS_VERSION = "7"
 
 
 @cache
@@ -92,6 +94,7 @@ class RunSpec:
     target: str | None = None
     context: tuple[str, ...] = ()
     holdout: str | None = None  # "module:function" run on the trained model after the script
+    metrics: str | None = None  # loop.metrics: a regex naming val_loss / val_metric in lines
 
     @property
     def identity(self) -> str:
@@ -130,6 +133,7 @@ class RunSpec:
             self.telemetry,
             self.context,
             self.holdout,
+            self.metrics,
         )
 
 
@@ -141,6 +145,7 @@ def cache_key(
     telemetry: bool = True,
     context: tuple[str, ...] = (),
     holdout: str | None = None,
+    metrics: str | None = None,
 ) -> str:
     """sha256 over what decides a run's outcome: the code that runs, its arguments, the
     seed, the device, the torch and harness versions. Paths and deadlines are left out on
@@ -159,5 +164,7 @@ def cache_key(
         fields["context"] = list(context)
     if holdout:  # a run with a held-out evaluation holds more than one without
         fields["holdout"] = holdout
+    if metrics:  # a pattern decides which printed numbers become reported ones
+        fields["metrics"] = metrics
     payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

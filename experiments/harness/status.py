@@ -33,6 +33,12 @@ Without an end record the process died abruptly:
    ``SIGFPE``, ``SIGILL``...): the process faulted, e.g. a segfault in native code.
 10. a plain exit code without an end record (``os._exit`` in the script): the rules
     4-7 apply to what the trace shows, with a nonzero code as a crash ``exc_type="exit"``.
+
+Then, for a mutant, from the whole run (``ending``): ``unreached`` when its changed lines
+never ran (instead of ok, nan, crash or invalid); ``stillborn`` when a ``crash`` is a
+Python-level error (``NameError``, ``AttributeError``, ``ImportError``, a call's arity or
+keywords) raised at one of its changed lines before the first optimizer step and its
+operator does not declare a crash (``raised``, ``experiments.stillborn``).
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ from typing import Any
 OOM_MESSAGES = ("can't allocate memory", "out of memory", "cannot allocate memory")
 KILL_SIGNALS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 MESSAGE_LIMIT = 2000
+# The statuses of a run that trained to its end: the rest count as "not ok" in progress,
+# and only these give a reference wall time to derive its group's deadline from.
+OK_STATUSES = ("ok", "nan")
 
 
 def trained(counters: dict[str, Any]) -> bool:

@@ -167,7 +167,7 @@ def _interactions(argv: list[str]) -> int:
     print(f"[trainwreck] wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     catalog = Path(args.results_dir) / "catalog"
     if (catalog / "sweep.json").is_file():
-        from experiments.catalog_job import report_main
+        from experiments.catalog.report_cmd import report_main
 
         # Put the new table into study.md and report.html beside the catalog's own.
         return report_main([str(args.results_dir)])

@@ -20,6 +20,7 @@ from experiments.quiz.draw import Draw, QuizError, check_request, draw, strip_co
 from experiments.quiz.measure import Measurement, QuizLoop, Variant, measure, quiz_loop
 from experiments.quiz.page import curves_png, index_html, plain_symptoms
 from experiments.report.operators import parse_doc
+from experiments.validity import is_valid
 from mutations.registry import all_operators, operator_classes
 from mutator import MutationError, SourceFile
 from mutator.engine import Mutant
@@ -67,6 +68,9 @@ def prepare(request: QuizRequest) -> tuple[QuizLoop, SourceFile, Draw]:
         entry = keys.catalog_entry(request.results_dir, loop.name, site.identity, loop.n_classes)
         return entry["severity"] if entry else site.operator.expected or "degrades"
 
+    # A site the catalog measured as not its bug (stillborn, equivalent, unreached) is no
+    # bug to find.
+    sites = [site for site in sites if is_valid(severity(site))]
     return loop, parsed, draw(parsed, sites, request.bugs, request.level, request.seed, severity)
 
 

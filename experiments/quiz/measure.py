@@ -135,7 +135,7 @@ def available_loops() -> list[str]:
 def quiz_loop(name: str, epochs: int | None = None) -> QuizLoop:
     """The loop's config (script, epochs, classes) and deadlines from ``budget/default``."""
     from experiments.budgets import runner_budget
-    from experiments.run import compose, to_sweep
+    from experiments.compose import compose, to_sweep
 
     if name not in available_loops():
         raise QuizError(f"unknown loop {name!r}; valid: {', '.join(available_loops())}")

@@ -22,7 +22,9 @@ from experiments.report.assets import SCRIPT, STYLE
 from experiments.report.markdown import control_line, overview_line, sentence
 from experiments.report.operators import OperatorInfo
 from experiments.report.svg import Series, band_svg
+from experiments.report.validity import validity_html
 from experiments.symptoms import SEVERITY_ORDER, SUMMARY_FEATURES
+from experiments.validity import NOT_THE_BUG
 
 if TYPE_CHECKING:
     from experiments.report.tables import CatalogTables
@@ -79,6 +81,7 @@ def render_report_html(tables: CatalogTables) -> str:
         parts.append("<p>No mutants were judged.</p>")
     else:
         parts.append(_table(symptoms))
+        parts.append(validity_html(symptoms))
         parts.append(_cards(symptoms, tables.runs, loss, tables.operators))
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts)
@@ -86,7 +89,7 @@ def render_report_html(tables: CatalogTables) -> str:
 
 def _table(symptoms: pd.DataFrame) -> str:
     options = "".join(
-        f'<option value="{s}">{s}</option>' for s in (*SEVERITY_ORDER, "invalid", "unreached")
+        f'<option value="{s}">{s}</option>' for s in (*SEVERITY_ORDER, "invalid", *NOT_THE_BUG)
     )
     header = "".join(
         f'<th data-type="{"number" if kind != "text" else "text"}" scope="col">{escape(title)}</th>'

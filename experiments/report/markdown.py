@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from experiments.report.validity import validity_markdown
 from experiments.symptoms import NOOP, SEVERITY_ORDER
+from experiments.validity import is_valid
 
 if TYPE_CHECKING:
     from experiments.report.tables import CatalogTables
@@ -42,6 +44,8 @@ def render_symptoms_md(tables: CatalogTables) -> str:
         "half the seeds. The symptoms column says how you would notice. Expected is what the",
         "operator declares; where they differ, both stand and the last column says why.",
         "`@partial` marks a label read from the trace of a run that did not finish.",
+        "Measured `stillborn`, `equivalent` or `unreached`: the mutant is not the bug it claims",
+        "and is left out of every statistic (Mutant validity, at the end).",
         "Stopped: why no more seeds were needed (or, at the seed cap or with fixed seeds,",
         "which indicators the sequential rule of docs/adaptive.md left open).",
         "",
@@ -62,7 +66,7 @@ def render_symptoms_md(tables: CatalogTables) -> str:
             cells.append(_cell(row.get("stopped")))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, validity_markdown(symptoms)])
 
 
 def render_study_md(tables: CatalogTables) -> str:
@@ -114,7 +118,9 @@ def _textbook_section(mutants: pd.DataFrame) -> list[str]:
     """Where a mutant's declared (textbook) severity does not hold on a loop, and why."""
     if "why" not in mutants:
         return []
-    differs = mutants[mutants["why"].fillna("").astype(str) != ""]
+    # Mutants that are not their bug have their own section (symptoms.md, Mutant validity).
+    valid = mutants["measured"].map(is_valid)
+    differs = mutants[(mutants["why"].fillna("").astype(str) != "") & valid]
     if differs.empty:
         return []
     lines = [
@@ -134,8 +140,10 @@ def _textbook_section(mutants: pd.DataFrame) -> list[str]:
 
 
 def operator_severity(group: pd.DataFrame) -> str:
-    """The most common measured severity of an operator's mutants; ties go to the worse."""
-    counts = Counter(group["measured"])
+    """The most common measured severity of an operator's mutants that are its bug (of all
+    of them when none is); ties go to the worse."""
+    valid = group[group["measured"].map(is_valid)]
+    counts = Counter((valid if len(valid) else group)["measured"])
     rank = {severity: index for index, severity in enumerate(SEVERITY_ORDER)}
     return min(counts, key=lambda severity: (-counts[severity], rank.get(severity, len(rank))))
 

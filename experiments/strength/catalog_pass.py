@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import struct
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 
+from experiments import interrupt
 from experiments.cli_support import UserError
 from experiments.strength.axes import AXES
 from experiments.strength.cli import search_and_store, summary_line
@@ -96,8 +98,8 @@ def parallel_strength_pass(
                     (number,) = struct.unpack("<I", record)
                     strength_pass(loops, overrides_of, 1, max_seeds, say, steps=steps, only=number)
                 status = 0
-            except KeyboardInterrupt:
-                status = 130  # Ctrl-C reached the whole group: the parent says it once
+            except KeyboardInterrupt as stop:
+                status = interrupt.exit_status(stop)  # the parent says it once
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -110,8 +112,14 @@ def parallel_strength_pass(
         for pid in children:
             _, status = os.waitpid(pid, 0)
             failed += os.waitstatus_to_exitcode(status) != 0
-    except KeyboardInterrupt:
-        for pid in children:  # they got the same SIGINT; leave no process behind
+    except KeyboardInterrupt as stop:
+        # A terminal's Ctrl-C reached the whole group; a ``kill`` only this process: pass it
+        # on, and leave no process behind.
+        number = signal.SIGTERM if isinstance(stop, interrupt.Terminated) else signal.SIGINT
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, number)
+        for pid in children:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
         raise

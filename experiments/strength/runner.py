@@ -37,10 +37,11 @@ def prepare(
     """``harness`` replaces the harness (``run_sweep``): a benchmark answers from stored runs."""
     from experiments import sweep as sweeps
     from experiments.budgets import runner_budget
-    from experiments.catalog_job import ProgressBar
+    from experiments.compose import compose, one_line, to_sweep
     from experiments.harness import run_sweep
+    from experiments.progress import ProgressBar
     from experiments.reference_gate import ReferenceFailed, gated_sweep
-    from experiments.run import _workers, compose, one_line, to_sweep
+    from experiments.resources import workers_for
 
     try:
         cfg = compose([f"loop={loop}", *overrides])
@@ -69,7 +70,7 @@ def prepare(
         raise UserError(f"operator {axis.operator!r} has no site in loop {loop!r}")
     results_dir = Path(cfg.results_dir)
     budget = runner_budget(cfg.budget)  # checked, with the output and trace caps
-    chosen_workers = workers or _workers(cfg)
+    chosen_workers = workers or workers_for(cfg)
 
     def say(note: str) -> None:
         print(f"[trainwreck] {note}", file=sys.stderr)

@@ -23,6 +23,7 @@ from experiments.strength.axes import Axis
 from experiments.strength.bisect import Search, first_showing, weakest
 from experiments.symptoms import EFFECT_Z, spread_floor
 from experiments.symptoms.sequential import Decision
+from experiments.validity import is_valid
 
 Rows = list[dict[str, Any]]
 # A setting answers two questions, each from its own indicators of the sequential rule
@@ -149,7 +150,7 @@ class Evaluator:
             outcome=str(row.get("outcome")),
             symptoms=symptoms,
             metric=float(metric) if metric is not None else None,
-            shows_outcome=measured not in ("silent", "unreached"),
+            shows_outcome=measured != "silent" and is_valid(measured),
             shows_symptom=bool(symptoms),
         )
 

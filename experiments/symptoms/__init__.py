@@ -11,11 +11,13 @@ suppress it, its check, and its description in plain words; ``docs/symptoms.md``
 
 Runs are grouped by (loop, device). Inside a group the *reference* is the unmutated loop
 (identity ``none``) on the seeds the mutant ran with; if fewer than two of those finished,
-all reference seeds of the group are used. Each seed of a mutant is judged on its own
-(``judge.verdict``); over seeds a label's *fraction* is the share of seeds in which it fired
-(below 80%: unstable), and the mutant's *measured severity* is the worst level reached or
-exceeded in at least half of its seeds. A run that did not finish (crash, oom, timeout,
-killed, non-finite loss) has its status as outcome; only labels that do not need a finished
+all reference seeds of the group are used (``roles``: reference, noop control, mutants).
+Each seed of a mutant is judged on its own (``verdict``); over seeds a label's *fraction*
+is the share of seeds in which it fired (below 80%: unstable), and the mutant's *measured
+severity* is the worst level reached or exceeded in at least half of its seeds
+(``seeds``); ``summary`` makes the mutant's row, ``judge`` runs it all per (loop,
+device). A run that did not finish (crash, oom, timeout, killed, non-finite loss) has its
+status as outcome; only labels that do not need a finished
 run are read from its trace, marked ``@partial``; effect sizes (Cohen's d, Cliff's delta,
 Mann-Whitney p) use finished runs only. Where the measured severity differs from the one
 the operator declares, ``explain.disagreement`` says why, from the numbers. The control
@@ -27,25 +29,7 @@ docs/adaptive.md).
 from experiments.symptoms.control import noop_false_positives, seed_sets
 from experiments.symptoms.curve import SYMPTOMS
 from experiments.symptoms.explain import disagreement
-from experiments.symptoms.judge import (
-    NOOP,
-    REFERENCE,
-    STABLE_FRACTION,
-    SUMMARY_FEATURES,
-    Judgement,
-    RunVerdict,
-    assign_roles,
-    crash_before_training,
-    format_labels,
-    judge,
-    judge_run,
-    label_fractions,
-    measured_severity,
-    scale_changes,
-    severity_median,
-    symptom_columns,
-    verdict,
-)
+from experiments.symptoms.judge import Judgement, judge
 from experiments.symptoms.outcome import OUTCOMES, STATUS_LABELS
 from experiments.symptoms.reference import (
     EFFECT_Z,
@@ -58,6 +42,23 @@ from experiments.symptoms.reference import (
     rank_tests,
     spread_floor,
     wilson_interval,
+)
+from experiments.symptoms.roles import NOOP, REFERENCE, assign_roles
+from experiments.symptoms.runtable import SUMMARY_FEATURES
+from experiments.symptoms.seeds import (
+    STABLE_FRACTION,
+    format_labels,
+    label_fractions,
+    measured_severity,
+    severity_median,
+)
+from experiments.symptoms.summary import symptom_columns
+from experiments.symptoms.verdict import (
+    RunVerdict,
+    crash_before_training,
+    judge_run,
+    scale_changes,
+    verdict,
 )
 from experiments.symptoms.vocabulary import (
     LABELS,

@@ -17,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.symptoms.judge import NOOP, severity_median
 from experiments.symptoms.reference import wilson_interval
+from experiments.symptoms.roles import NOOP
+from experiments.symptoms.seeds import severity_median
 
 SEED_SETS = 20
 

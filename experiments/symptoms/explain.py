@@ -13,6 +13,7 @@ from typing import Any
 
 from experiments.symptoms.reference import is_number
 from experiments.symptoms.vocabulary import axis_of, base_name, rank
+from experiments.validity import is_valid
 
 # Optimizers that divide each update by a running estimate of the gradient's size: a
 # loss multiplied by a constant leaves their steps (nearly) unchanged.
@@ -25,7 +26,7 @@ MECHANISMS = ("eval_mode_training", "grad_in_eval", "init_loss_off", "loss_floor
 def disagreement(row: Mapping[str, Any], expected: str | None) -> str:
     """Why ``row['measured']`` differs from ``expected``; empty when they agree."""
     measured = row.get("measured")
-    if not expected or measured in (expected, "invalid", "unreached", None):
+    if not expected or measured in (expected, "invalid", None) or not is_valid(measured):
         return ""
     fractions: dict[str, float] = json.loads(row.get("label_fractions") or "{}")
     quality = _quality(row)

@@ -7,8 +7,12 @@ import libcst as cst
 from mutations.data._pipelines import pipeline_role, transform_list
 from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
-from mutator.semantics import without_list_element
+from mutator.operator import Edits, Example, NonSite, Operator
+from mutator.semantics import (
+    code_of,
+    reaches_model,
+    without_list_element,
+)
 
 
 class DropInputNormalization(Operator):
@@ -21,8 +25,9 @@ class DropInputNormalization(Operator):
     convergence, sometimes divergence at a learning rate tuned for normalized inputs.
     How much depends on the raw scale: features spanning 0.001..1000 hurt badly, while
     BatchNorm after the first layer or pixels in 0..16 with Adam absorb it. A
-    normalisation that only the test or validation split gets is no site (removing it
-    is ``skip_val_normalization``'s train/test mismatch).
+    normalisation whose result no model reads (returns, advantages, targets) is no site,
+    nor one that only the test or validation split gets (removing it is
+    ``skip_val_normalization``'s train/test mismatch).
     Fix: standardize inputs with training-set statistics. Check: print input
     statistics of the first batch (mean far from 0, std far from 1); an init-loss
     check and the loss curve against the reference.
@@ -95,6 +100,24 @@ class DropInputNormalization(Operator):
             import torch
             test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.
         """,
+        # REINFORCE: the returns weight the log-probabilities; no model reads them.
+        """
+            import torch
+
+            def finish_episode(policy, optimizer, rewards, log_probs, gamma=0.99, eps=1e-8):
+                returns, R = [], 0.0
+                for r in reversed(rewards):
+                    R = r + gamma * R
+                    returns.insert(0, R)
+                returns = torch.tensor(returns)
+                returns = (returns - returns.mean()) / (returns.std() + eps)
+                losses = []
+                for log_prob, ret in zip(log_probs, returns):
+                    losses.append(-log_prob * ret)
+                optimizer.zero_grad()
+                torch.stack(losses).sum().backward()
+                optimizer.step()
+        """,
     )
 
     def _outermost(self, node: cst.CSTNode, ctx: Context) -> bool:
@@ -104,7 +127,7 @@ class DropInputNormalization(Operator):
             if isinstance(a, cst.BinaryOperation)
         )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
             holder = transform_list(node, ctx)
             if holder is None or pipeline_role(holder, ctx) == "eval":
@@ -116,4 +139,10 @@ class DropInputNormalization(Operator):
             return None
         if all(pipeline_role(member, ctx) == "eval" for member in group):
             return None  # only held-out inputs use these statistics
-        return drop_normalizations([m for m in group if self._outermost(m, ctx)], ctx)
+        members = [m for m in group if self._outermost(m, ctx)]
+        if all(reaches_model(member, ctx) is False for member in members):
+            return NonSite(
+                f"`{code_of(node)}` normalises a value no model reads (a return, a target): "
+                "not the model's inputs"
+            )
+        return drop_normalizations(members, ctx)

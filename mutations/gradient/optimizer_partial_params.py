@@ -5,11 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Param, Replacement, Swap
+from mutator.operator import Example, NonSite, Param, Replacement, Swap
 from mutator.semantics import (
+    code_of,
     constructor_kind,
     find_arg,
     method_name,
+    parameter_tensors,
+    receiver,
 )
 
 
@@ -23,7 +26,8 @@ class OptimizerPartialParams(Swap):
     on random features and validation accuracy stays well below the reference. Fix: pass
     ``model.parameters()`` (or all parameter groups) to the optimizer. Check: a
     params-changed check per layer after one step (earlier layers do not move), or
-    compare the number of parameters in ``optimizer.param_groups`` with the model's.
+    compare the number of parameters in ``optimizer.param_groups`` with the model's. A
+    model whose tensors the slice keeps all (a lone ``nn.Linear``) is no site: equivalent.
     """
 
     name = "optimizer_partial_params"
@@ -56,9 +60,16 @@ class OptimizerPartialParams(Swap):
         "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
         "optimizer = torch.optim.Adam(model.parameters(recurse=False))\n",
         "scheduler = torch.optim.lr_scheduler.StepLR(model.parameters(), 1)\n",
+        # Equivalent: a weight and a bias are every tensor this model has; [-2:] keeps both.
+        """
+            import torch
+            from torch import nn
+            model = nn.Linear(20, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assert isinstance(node, cst.Call)
         if method_name(node) != "parameters" or node.args:
             return None
@@ -70,4 +81,11 @@ class OptimizerPartialParams(Swap):
             return None
         if constructor_kind(constructor, ctx) != "optimizer":
             return None
+        model = receiver(node)
+        count = parameter_tensors(model, ctx, node) if model is not None else None
+        if count is not None and count <= self.params["keep"]:
+            return NonSite(
+                f"equivalent: `{code_of(model)}` has {count} parameter tensors, all of which "
+                f"[-{self.params['keep']}:] keeps"
+            )
         return cst.parse_expression(f"list({ctx.code(node)})[-{self.params['keep']}:]")

@@ -10,8 +10,8 @@ from mutator.semantics import (
     is_manual_step_block,
     is_optimizer_step,
     method_name,
-    whole_run_loop,
 )
+from mutator.semantics.loops import whole_run_loop
 
 
 class StepOutsideBatchLoop(Operator):

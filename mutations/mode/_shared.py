@@ -5,12 +5,15 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
+from mutator.operator import NonSite
 from mutator.semantics import (
+    code_of,
     expression_call,
     is_false,
     is_model,
     is_true,
     method_name,
+    mode_dependent,
     receiver,
 )
 
@@ -42,3 +45,15 @@ def model_mode_statement(node: cst.CSTNode, ctx: Context, mode: str) -> cst.Call
     if call is None or mode_set(call) != mode:
         return None
     return call if is_model(receiver(call), ctx) else None
+
+
+def mode_blind(call: cst.Call, ctx: Context) -> NonSite | None:
+    """A non-site when the model the mode call switches has no layer that reads the mode
+    (no dropout, batch norm, ``self.training``): train and eval compute the same thing."""
+    model = receiver(call)
+    if model is None or mode_dependent(model, ctx, call) is not False:
+        return None
+    return NonSite(
+        f"equivalent: `{code_of(model)}` has no dropout, batch norm or other layer that "
+        "reads the train/eval mode"
+    )

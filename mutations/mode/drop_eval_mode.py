@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import model_mode_statement
+from mutations.mode._shared import mode_blind, model_mode_statement
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 
 
 class DropEvalMode(Swap):
@@ -16,7 +16,8 @@ class DropEvalMode(Swap):
     active, so validation metrics are noisy and pessimistic; BatchNorm normalises with
     validation-batch statistics and updates its running statistics on validation data,
     leaking it into the model used later. Model selection and early stopping then act
-    on wrong numbers. Fix: call ``model.eval()`` before every evaluation pass (and
+    on wrong numbers. A model without such layers is no site (the mutant is equivalent).
+    Fix: call ``model.eval()`` before every evaluation pass (and
     ``model.train()`` after it). Check: evaluate the same batch twice and compare the
     outputs (they differ with dropout active), or assert ``not model.training`` in the
     evaluation function.
@@ -62,8 +63,18 @@ class DropEvalMode(Swap):
                 dummy_input = torch.randn(1, 3, 8, 8).to(device)
                 torch.onnx.export(model, dummy_input, path)
         """,
+        # Equivalent: a convolution stack without dropout or batch norm ignores the mode.
+        """
+            import torch.nn as nn
+            net = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+            def evaluate(loader):
+                net.eval()
+                return [net(x) for x, _ in loader]
+        """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        statement = model_mode_statement(node, ctx, "eval")
-        return None if statement is None else cst.RemoveFromParent()
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
+        call = model_mode_statement(node, ctx, "eval")
+        if call is None:
+            return None
+        return mode_blind(call, ctx) or cst.RemoveFromParent()

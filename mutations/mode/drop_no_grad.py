@@ -5,18 +5,21 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     bound_names,
     dedented_body,
     disables_grad,
     dotted_name,
-    feeds_training,
     is_model,
     method_name,
     receiver,
     resolve,
 )
+from mutator.semantics.grad_flow import feeds_training
+
+# Calls that build no autograd graph whatever the grad mode: printing, logging, ``.item()``.
+_GRAPHLESS_METHODS = frozenset({"item", "tolist", "append", "format", "write", "info", "log"})
 
 
 def _touches_parameters(root: cst.CSTNode, ctx: Context) -> bool:
@@ -60,6 +63,27 @@ def _runs_forward(root: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
+def _grad_free_elsewhere(body: cst.CSTNode, ctx: Context) -> bool:
+    """Does ``body`` only call the script's functions that disable gradients themselves
+    (``@torch.no_grad()``), plus printing and logging? Then the block's own ``no_grad``
+    changes nothing."""
+    decorated = False
+    for call in ctx.nodes_within(body, cst.Call):
+        names = resolve(call.func, ctx).names  # type: ignore[attr-defined]
+        local = [n.removeprefix("<local>.") for n in names if n.startswith("<local>.")]
+        functions = [f for f in ctx.nodes(cst.FunctionDef) if [f.name.value] == local]  # type: ignore[attr-defined]
+        if len(functions) == 1 and any(
+            disables_grad(d.decorator, ctx)
+            for d in functions[0].decorators  # type: ignore[attr-defined]
+        ):
+            decorated = True
+        elif not (
+            any(n.startswith("builtins.") for n in names) or method_name(call) in _GRAPHLESS_METHODS  # type: ignore[arg-type]
+        ):
+            return False
+    return decorated
+
+
 class DropNoGrad(Swap):
     """Unwrap ``with torch.no_grad():`` (or ``torch.inference_mode()``,
     ``torch.set_grad_enabled(False)``) around evaluation, or delete ``@torch.no_grad()``.
@@ -72,7 +96,8 @@ class DropNoGrad(Swap):
     (without ``no_grad`` they raise instead), nor blocks that run no model (statistics on
     tensors already in the graph), nor blocks whose values feed training (an RL rollout or
     TD target that reaches the backwarded loss, a ``.numpy()`` of the output: there the
-    gradient changes or the run raises, issue 22). Fix: wrap evaluation in
+    gradient changes or the run raises, issue 22), nor blocks that only call functions
+    decorated to disable gradients themselves (equivalent). Fix: wrap evaluation in
     ``with torch.no_grad():`` (or ``torch.inference_mode()``) or decorate the evaluation
     function. Check: memory watch during validation, or assert
     ``not torch.is_grad_enabled()`` / ``not out.requires_grad`` in the evaluation code.
@@ -236,7 +261,7 @@ class DropNoGrad(Swap):
             and not feeds_training(block, ctx)
         )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if isinstance(node, cst.Decorator):
             function = ctx.parent(node)
             if not disables_grad(node.decorator, ctx) or not self._evaluation(function, ctx):  # type: ignore[arg-type]
@@ -246,6 +271,10 @@ class DropNoGrad(Swap):
         kept = [item for item in node.items if not disables_grad(item.item, ctx)]
         if len(kept) == len(node.items) or not self._evaluation(node, ctx):
             return None
+        if _grad_free_elsewhere(node.body, ctx):
+            return NonSite(
+                "equivalent: every call in the block is to a function decorated to disable gradients itself"
+            )
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return node.with_changes(items=kept)

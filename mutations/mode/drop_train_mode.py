@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import model_mode_statement
+from mutations.mode._shared import mode_blind, model_mode_statement
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     loops_around,
     same_scope,
@@ -33,7 +33,9 @@ class DropTrainMode(Swap):
     statistics instead of batch statistics and stops updating them; training silently
     degrades, often with a larger train/val gap or, with BatchNorm, a worse optimum. The
     site exists only where an ``eval()`` can run before the deleted call, since otherwise
-    the model is still in its initial training mode and nothing changes. Fix: call
+    the model is still in its initial training mode and nothing changes, and only on a model
+    with a layer that reads the mode (on one without dropout or batch norm the mutant is
+    equivalent, a non-site). Fix: call
     ``model.train()`` at the start of every training epoch (or training step). Check:
     assert ``model.training`` inside the training step, or log the fraction of training
     forwards run in eval mode (a forward hook reading ``module.training``).
@@ -82,7 +84,7 @@ class DropTrainMode(Swap):
         Example(
             before="""
                 import torch.nn as nn
-                m = nn.Sequential(nn.Linear(2, 2))
+                m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1))
                 def fit():
                     m.train(True)
                 def test():
@@ -90,7 +92,7 @@ class DropTrainMode(Swap):
             """,
             after="""
                 import torch.nn as nn
-                m = nn.Sequential(nn.Linear(2, 2))
+                m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1))
                 def fit():
                     pass
                 def test():
@@ -123,10 +125,20 @@ class DropTrainMode(Swap):
             model.train(False)
             model.eval()
         """,
+        # Equivalent: no layer of the model reads the mode (no dropout, no batch norm).
+        """
+            import torch.nn as nn
+            m = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
+            def fit():
+                m.train()
+            def test():
+                m.eval()
+        """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if model_mode_statement(node, ctx, "train") is None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
+        call = model_mode_statement(node, ctx, "train")
+        if call is None:
             return None
         if not (
             any(
@@ -136,4 +148,4 @@ class DropTrainMode(Swap):
             )
         ):
             return None
-        return cst.RemoveFromParent()
+        return mode_blind(call, ctx) or cst.RemoveFromParent()

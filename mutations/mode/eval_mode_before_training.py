@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import model_mode_statement
+from mutations.mode._shared import mode_blind, model_mode_statement
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 
 
 class EvalModeBeforeTraining(Operator):
@@ -16,7 +16,8 @@ class EvalModeBeforeTraining(Operator):
     ``model.eval()  # set up before training``). Impact: every training forward runs with
     dropout disabled and BatchNorm using (and no longer updating) its running statistics;
     no error is raised, the loss still falls, but regularisation is gone and BatchNorm
-    models train against stale statistics, so validation results degrade. Fix: call
+    models train against stale statistics, so validation results degrade. A model with
+    no layer that reads the mode is no site (the mutant is equivalent). Fix: call
     ``model.train()`` before training and ``model.eval()`` only around evaluation. Check:
     assert ``model.training`` in the training step; log the eval-mode fraction of
     training forwards; compare train/val curves (the gap grows).
@@ -56,13 +57,32 @@ class EvalModeBeforeTraining(Operator):
         "model.eval()\n",
         "model.train(False)\n",
         "x = model.train()\n",
+        # Equivalent: the model's layers compute the same in both modes.
+        """
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc1 = nn.Linear(4, 16)
+                    self.fc2 = nn.Linear(16, 3)
+
+                def forward(self, x):
+                    return self.fc2(self.fc1(x).relu())
+
+            model = Net()
+            model.train()
+        """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         call = model_mode_statement(node, ctx, "train")
         if call is None:
             return None
         assert isinstance(call.func, cst.Attribute)
+        blind = mode_blind(call, ctx)
+        if blind is not None:
+            return blind
         return {
             call: call.with_changes(func=call.func.with_changes(attr=cst.Name("eval")), args=())
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     bound_target,
     callee_name,
@@ -88,6 +88,38 @@ def _is_layer_call(call: cst.Call, ctx: Context) -> bool:
     return isinstance(func, cst.Name) and is_model(func, ctx)
 
 
+# Operators that make an activation a factor of a formula (GELU's ``0.5 * x * (1 + tanh(..))``,
+# a gate ``i * tanh(g)``), not a nonlinearity between two layers.
+_FACTOR_OPERATORS = (cst.Multiply, cst.Divide, cst.Power, cst.MatrixMultiply)
+
+
+def _formula_factor(node: cst.Call, ctx: Context) -> bool:
+    """Is the activation's value multiplied, divided or raised inside the arithmetic around
+    it (also through torch's own functions: Mish's softplus inside its tanh)?"""
+    parent = ctx.parent(node)
+    while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Arg)):
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            if not isinstance(call, cst.Call) or not resolve(call, ctx, strict=False).under(
+                "torch"
+            ):
+                return False
+            parent = call
+        elif isinstance(parent.operator, _FACTOR_OPERATORS):
+            return True
+        parent = ctx.parent(parent)
+    return False
+
+
+def _unless_factor(node: cst.Call, ctx: Context) -> NonSite | None:
+    if not _formula_factor(node, ctx):
+        return None
+    return NonSite(
+        "a factor of a hand-written formula (GELU's tanh, a gate): removing it changes the "
+        "formula, it does not remove a hidden nonlinearity"
+    )
+
+
 def _in_model_code(node: cst.CSTNode, ctx: Context) -> bool:
     """Inside an ``nn.Module`` subclass, or a ``forward`` function."""
     function = ctx.enclosing_function(node)
@@ -104,7 +136,8 @@ class DropActivation(Operator):
     list built without it). Impact: two stacked linear layers collapse into one linear
     map, so the network can only fit linear decision boundaries: on nearly linear tasks
     nothing shows, otherwise the loss plateaus above the reference and accuracy drops.
-    Fix: put the nonlinearity back between the layers. Check: compare train/val curves
+    An activation that is a factor of a hand-written formula (GELU's tanh, an LSTM gate) is
+    no site: removing it changes the formula instead. Fix: put the nonlinearity back between the layers. Check: compare train/val curves
     with the reference (a higher floor), or overfit a small nonlinear batch; a model
     summary shows consecutive Linear layers.
     """
@@ -219,9 +252,18 @@ class DropActivation(Operator):
                 def forward(self, z):
                     return torch.tanh(self.fc2(self.fc1(z)))
         """,
+        # GELU written out: the tanh is a factor of the formula, not a hidden activation.
+        """
+            import math
+            import torch
+            from torch import nn
+            class NewGELU(nn.Module):
+                def forward(self, x):
+                    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+        """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if not isinstance(node, cst.Call):
             return None
         parent = ctx.parent(node)
@@ -236,11 +278,11 @@ class DropActivation(Operator):
             return None
         positional = positional_args(node)
         if not node.args and method_name(node) in _ACTIVATION_METHODS:
-            return {node: node.func.value}  # type: ignore[union-attr]
+            return _unless_factor(node, ctx) or {node: node.func.value}  # type: ignore[union-attr]
         if not positional:
             return None
         if resolve(node.func, ctx).matches(_ACTIVATION_FUNCTIONS) or module_constructors(
             node.func, ctx, node, _ACTIVATION_CLASSES
         ):
-            return {node: positional[0].value}
+            return _unless_factor(node, ctx) or {node: positional[0].value}
         return None

@@ -7,7 +7,6 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
-    config_setting,
     find_arg,
     hyperparameter_constants,
     nn_class,
@@ -16,8 +15,8 @@ from mutator.semantics import (
     resolve,
     with_arg_value,
     with_keyword,
-    with_setting_value,
 )
+from mutator.semantics.config import config_setting, with_setting_value
 
 _DROPOUT_CLASSES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout")
 

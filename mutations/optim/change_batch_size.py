@@ -6,22 +6,53 @@ import libcst as cst
 
 from mutations.optim._shared import _times, factor_literal
 from mutator.context import Context
-from mutator.operator import Example, Param, Replacement, Swap
+from mutator.operator import Example, NonSite, Param, Replacement, Swap
 from mutator.semantics import (
     as_factor,
-    config_setting,
+    code_of,
+    compact_code,
     find_arg,
     has_star_args,
     hyperparameter_constants,
     is_data_loader,
     is_training_loader,
+    method_name,
     number_literal,
     number_value,
-    reads_field,
+    resolve,
     training_loader_setting,
     with_arg_value,
-    with_setting_value,
 )
+from mutator.semantics.config import config_setting, reads_field, with_setting_value
+
+# Calls whose arguments are tensor shapes: a batch size among them fixes the batch dimension.
+_SHAPE_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty"})
+_SHAPE_METHODS |= frozenset({"init_hidden", "init_hidden_state", "initHidden"})
+
+
+def _sizes_other_tensors(size: cst.BaseExpression, ctx: Context) -> cst.Call | None:
+    """A tensor factory or reshape given the same batch-size expression (``torch.zeros(1,
+    batch_size, hidden)``): scaling the loader's batch alone would break that shape."""
+    if number_value(size) is not None:
+        return None
+    key = compact_code(size)
+    for call in ctx.nodes(cst.Call):
+        if not any(compact_code(arg.value) == key for arg in call.args):  # type: ignore[attr-defined]
+            continue
+        shaped = method_name(call) in _SHAPE_METHODS  # type: ignore[arg-type]
+        shaped = shaped or resolve(call, ctx, strict=False).under("torch")
+        if shaped and not is_data_loader(call, ctx):
+            return call  # type: ignore[return-value]
+    return None
+
+
+def _whole_dataset(loader: cst.Call, size: cst.BaseExpression) -> bool:
+    """``DataLoader(ds, batch_size=len(ds))``: one batch holds every sample."""
+    data = loader.args[0].value if loader.args and loader.args[0].keyword is None else None
+    if data is None or not isinstance(size, cst.Call) or not size.args:
+        return False
+    is_len = isinstance(size.func, cst.Name) and size.func.value == "len"
+    return is_len and compact_code(size.args[0].value) == compact_code(data)
 
 
 class ChangeBatchSize(Swap):
@@ -32,8 +63,11 @@ class ChangeBatchSize(Swap):
     fewer optimizer steps at the same learning rate, so training ends markedly underfit
     (and larger batches generalise a little worse); x1/8 means noisier gradients and 8x
     more steps (slower, noisier curves, sometimes instability at the old LR). Validation
-    loaders are not sites; without a DataLoader that reads it, the batch size of a config
-    object is (a dataclass field, a settings dict entry, an argparse default). Fix: scale the LR with the batch size (linear rule for SGD,
+    loaders are not sites, nor a batch size that also sizes other tensors (the mutant
+    would crash on a shape) or, for x8, a batch that already holds the whole dataset.
+    Without a DataLoader that reads it, the batch size of a config object is a site (a
+    dataclass field, a settings dict entry, an argparse default: issue 22).
+    Fix: scale the LR with the batch size (linear rule for SGD,
     ~sqrt for Adam) and budget in steps, not epochs. Check: count optimizer steps per
     epoch; compare loss-vs-steps and loss-vs-samples curves with the reference.
     """
@@ -42,6 +76,7 @@ class ChangeBatchSize(Swap):
     category = "optim"
     summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
     expected = "degrades"
+    claims = frozenset({"training_loader"})
     node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {"factor": Param(8.0, "multiplier applied to batch_size", valid="(0, inf)")}
     variants = ({"factor": 0.125},)
@@ -169,6 +204,18 @@ class ChangeBatchSize(Swap):
             from torch.utils.data import DataLoader
             train_loader = DataLoader(train_ds, shuffle=True)
         """,
+        # Full-batch training: a larger batch is still the whole dataset (equivalent).
+        """
+            from torch.utils.data import DataLoader
+            train_loader = DataLoader(train_ds, batch_size=len(train_ds), shuffle=True)
+        """,
+        # The batch size also sizes the initial hidden state: x8 is a shape crash.
+        """
+            import torch
+            from torch.utils.data import DataLoader
+            train_loader = DataLoader(train_ds, batch_size=args.batch_size, shuffle=True, drop_last=True)
+            hidden = torch.zeros(2, args.batch_size, 128)
+        """,
     )
 
     def _batch_size(self, node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
@@ -181,7 +228,7 @@ class ChangeBatchSize(Swap):
             return None
         return size if is_training_loader(node, ctx) else None
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         setting = config_setting(node, ctx, "batch_size")
         if setting is not None:
             # ``batch_size: int = 128`` in a config object that a replay buffer or a loader
@@ -206,6 +253,16 @@ class ChangeBatchSize(Swap):
         if size is None:
             return None
         assert isinstance(node, cst.Call)
+        if self.params["factor"] > 1 and _whole_dataset(node, size.value):
+            return NonSite(
+                f"equivalent: batch_size={code_of(size.value)} is the whole dataset already"
+            )
+        sized = _sizes_other_tensors(size.value, ctx)
+        if sized is not None:
+            return NonSite(
+                f"`{code_of(size.value)}` also sizes a tensor at line "
+                f"{ctx.position(sized).start.line}: the mutant would fail on a shape mismatch"
+            )
         return with_arg_value(node, size, self._scaled(size.value))
 
     def _scaled(self, size: cst.BaseExpression) -> cst.BaseExpression:

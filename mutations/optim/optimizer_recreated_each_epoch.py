@@ -10,12 +10,12 @@ from mutator.semantics import (
     constructor_kind,
     dotted_name,
     find_arg,
-    iterations,
     mentions,
     number_value,
     optimizer_class,
     single_assignment,
 )
+from mutator.semantics.loops import iterations
 
 
 def _is_stateful(call: cst.Call, optimizer: str) -> bool:

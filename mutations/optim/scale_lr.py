@@ -8,7 +8,6 @@ from mutations.optim._shared import DEFAULT_LR, _times, optimizer_call
 from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
-    config_setting,
     find_arg,
     hyperparameter_constants,
     manual_lr_writes,
@@ -16,8 +15,8 @@ from mutator.semantics import (
     optimizer_class,
     with_arg_value,
     with_keyword,
-    with_setting_value,
 )
+from mutator.semantics.config import config_setting, with_setting_value
 
 
 class ScaleLr(Swap):

@@ -38,32 +38,27 @@ Public API (import from ``mutator.semantics``):
   ``is_label_name``, ``receiving_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
   ``is_training_loader``.
 - static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
-  eval, setup, export, plot, unknown) from where the node is; ``function_role``; ``after_training_loop``;
+  eval, setup, export, plot, unknown) from where the node is; ``function_role``;
+  ``after_training_loop``; ``drives_training`` (a loop that runs training steps);
   ``TRAINING_CONTEXTS`` for operators whose bug is in the training loss or step.
+- layers (``layers``): ``forward_accepts`` (can a module instance's call take a keyword),
+  ``mode_dependent`` (dropout, batch norm or ``self.training`` anywhere in the model),
+  ``parameter_tensors`` (how many tensors ``model.parameters()`` yields); None: unknown.
+- data flow (``flow``): ``loader_feeds_training`` (do a DataLoader's batches reach the
+  backwarded loss), ``loaders_of`` (the loaders an edited node configures),
+  ``reaches_model`` (does a value reach a model's forward or a dataset's inputs).
+- imported from their modules: hyperparameters in config objects (``config``: a settings
+  class, dict, argparse default, ``cfg.x.lr``), whether a ``no_grad`` block's values feed
+  training (``grad_flow``), loops that are the whole run or run once (``loops``).
 - hyperparameters as module-level constants (``hyperparams``):
   ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
   ``weight_decay``.
-- hyperparameters in config objects (``config``): ``config_settings(ctx, kind)`` finds a
-  settings class's field, a settings dict's entry, an argparse default or ``cfg.x.lr = ..``
-  that the script reads back (``Setting``: the node to rewrite, its value, the field).
-- values of a ``no_grad`` block (``grad_flow``): ``feeds_training`` (they reach a later
-  backward, a ``.numpy()``, or return into a training loop: no evaluation block).
-- loops (``loops``): ``counts_steps`` (``for i in range(n)``, not data) and
-  ``whole_run_loop`` (a step counter that is the whole run: one update per iteration),
-  ``iterations`` (how often ``range`` with constant bounds runs).
 - caches (``cache``): ``per_module``/``per_node`` memoise an analysis for one parse.
 """
 
 from mutator.semantics.cache import (
     per_module,
     per_node,
-)
-from mutator.semantics.config import (
-    Setting,
-    config_setting,
-    config_settings,
-    reads_field,
-    with_setting_value,
 )
 from mutator.semantics.data import (
     DATA_LOADERS,
@@ -108,7 +103,7 @@ from mutator.semantics.edits import (
     without_list_element,
     without_tuple_element,
 )
-from mutator.semantics.grad_flow import feeds_training
+from mutator.semantics.flow import loader_feeds_training, loaders_of, reaches_model
 from mutator.semantics.grad_mode import (
     ENABLE_GRAD,
     INFERENCE_MODE,
@@ -119,7 +114,7 @@ from mutator.semantics.grad_mode import (
     in_no_grad,
 )
 from mutator.semantics.hyperparams import hyperparameter_constants
-from mutator.semantics.loops import counts_steps, iterations, whole_run_loop
+from mutator.semantics.layers import forward_accepts, mode_dependent, parameter_tensors
 from mutator.semantics.losses import (
     ALL_FUNCTIONAL_LOSSES,
     BINARY_LOSSES,
@@ -266,7 +261,6 @@ __all__ = [
     "ImportBinding",
     "ImportTable",
     "Resolution",
-    "Setting",
     "adaptive_optimizer",
     "after_training_loop",
     "argument_values",
@@ -282,10 +276,7 @@ __all__ = [
     "closed_args",
     "code_of",
     "compact_code",
-    "config_setting",
-    "config_settings",
     "constructor_kind",
-    "counts_steps",
     "criterion_calls",
     "dedented_body",
     "disables_grad",
@@ -295,8 +286,8 @@ __all__ = [
     "enclosing_function",
     "every_group_sets",
     "expression_call",
-    "feeds_training",
     "find_arg",
+    "forward_accepts",
     "forward_returns_log_probs",
     "fresh_name",
     "function_call",
@@ -330,11 +321,12 @@ __all__ = [
     "is_scheduler_step",
     "is_training_loader",
     "is_true",
-    "iterations",
     "keyword_arg",
     "keyword_string",
     "last_name",
+    "loader_feeds_training",
     "loader_role",
+    "loaders_of",
     "log_softmax_input",
     "looks_like_loss_call",
     "loops_around",
@@ -350,6 +342,7 @@ __all__ = [
     "method_call",
     "method_name",
     "method_statement_receiver",
+    "mode_dependent",
     "module_alias",
     "module_constructors",
     "move_after",
@@ -360,13 +353,14 @@ __all__ = [
     "number_literal",
     "number_value",
     "optimizer_class",
+    "parameter_tensors",
     "parenthesized",
     "parse_expr",
     "parse_statement",
     "per_module",
     "per_node",
     "positional_args",
-    "reads_field",
+    "reaches_model",
     "reads_grad",
     "receiver",
     "receiver_kind",
@@ -389,11 +383,9 @@ __all__ = [
     "values_bound_by",
     "values_of",
     "variables_read",
-    "whole_run_loop",
     "with_arg_value",
     "with_imported_name",
     "with_keyword",
-    "with_setting_value",
     "without_arg",
     "without_element",
     "without_list_element",

@@ -10,7 +10,7 @@ from mutator.context import Context
 from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.models import module_constructors, nn_class
 from mutator.semantics.names import resolve
-from mutator.semantics.scope import assigned_values
+from mutator.semantics.scope import assigned_values, values_of
 from mutator.semantics.syntax import (
     callee_name,
     dotted_name,
@@ -79,11 +79,19 @@ def functional_loss_kind(call: cst.CSTNode, ctx: Context) -> str | None:
     """``CrossEntropyLoss`` for ``F.cross_entropy(...)`` (any alias), else None."""
     if not isinstance(call, cst.Call) or not resolve(call.func, ctx).matches(_FUNCTIONAL):
         return None
+    if not resolve(call.func, ctx).names and _holds_built_object(call, ctx):
+        return None  # ``mse_loss = nn.MSELoss()``: a module named like the function
     for name in resolve(call.func, ctx).names | {last_name(call.func)}:
         kind = FUNCTIONAL_LOSSES.get(name.rsplit(".", 1)[-1])
         if kind is not None:
             return kind
     return None
+
+
+def _holds_built_object(call: cst.Call, ctx: Context) -> bool:
+    """Is the callee a name the script binds to what a call returned (a module instance)?"""
+    values = values_of(call.func, ctx, call)
+    return bool(values) and all(isinstance(value, cst.Call) for value in values)
 
 
 def loss_site_kind(node: cst.CSTNode, ctx: Context, kinds: Collection[str]) -> str | None:
