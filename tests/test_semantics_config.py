@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mutator import SourceFile
-from mutator.semantics import config_settings
+from mutator.semantics.config import config_settings
 
 SCRIPT = """
 import argparse

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     after_training_loop,
     code_of,
@@ -107,8 +107,9 @@ class DropLoadStateDict(_DropStateRestore):
     state dict (and check the returned missing/unexpected keys). Check: evaluate right
     after loading (loss should match the checkpoint's), or compare train/val curves of
     a resumed run with an uninterrupted one. A copy from a live ``state_dict()`` (an RL
-    target network's sync) is no restore. Not told apart: a reload after a ``main()`` that
-    trained, which nothing uses afterwards (equivalent; 1 of 4 corpus mutants, issue 22).
+    target network's sync) is no restore, and a reload that is the last thing the script
+    runs is equivalent: nothing uses the weights (issue 22: LLMs-from-scratch's "save and
+    load model" demo after ``main()`` trained).
     """
 
     name = "drop_load_state_dict"
@@ -168,15 +169,45 @@ class DropLoadStateDict(_DropStateRestore):
         # An RL target network synced from the online one: a weight copy, no resume
         # (issue 22, seen in minimalRL and cleanrl).
         "q_target.load_state_dict(q.state_dict())\n",
+        # The last line of the script: nothing uses the reloaded weights (issue 22).
+        """
+            import torch
+            if __name__ == "__main__":
+                model = main()
+                torch.save(model.state_dict(), "model.pth")
+                model = GPTModel(config)
+                model.load_state_dict(torch.load("model.pth"))
+        """,
     )
 
     def restores(self, kind: str | None) -> bool:
         return kind not in _NOT_MODEL
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if after_training_loop(node, ctx) or _restores_memory(node, ctx):
             return None  # the best epoch's weights put back for testing: no resume
-        return super().swap(node, ctx)
+        found = super().swap(node, ctx)
+        model = method_statement_receiver(node, "load_state_dict")
+        if found is not None and isinstance(model, cst.Name) and _runs_last(node, ctx):
+            return NonSite(
+                "equivalent: the script ends right after the load; nothing uses the weights"
+            )
+        return found
+
+
+def _runs_last(statement: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``statement`` the last thing the script runs: module level (or a module-level
+    ``if``), outside any loop, with no statement after it in any block around it?"""
+    current: cst.CSTNode | None = statement
+    while current is not None and not isinstance(current, cst.Module):
+        if isinstance(
+            current, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Try, cst.With)
+        ):
+            return False
+        if isinstance(current, cst.BaseStatement) and ctx.following_statements(current):
+            return False
+        current = ctx.parent(current)
+    return current is not None
 
 
 def method_name_of(expr: cst.BaseExpression) -> str | None:

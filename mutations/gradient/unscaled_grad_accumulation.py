@@ -6,14 +6,43 @@ import libcst as cst
 
 from mutations.gradient._shared import is_backward
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
-from mutator.semantics import dotted_name
+from mutator.operator import Edits, Example, NonSite, Operator
+from mutator.semantics import argument_values, assignments, dotted_name, number_value, values_of
 
 
 def _accumulation_divisor(expr: cst.BaseExpression) -> bool:
     """``accum_steps``, ``self.grad_accum``, ``args.gradient_accumulation_steps``..."""
     name = dotted_name(expr)
     return name is not None and "accum" in name.rsplit(".", 1)[-1].lower()
+
+
+def _parameter_default(name: cst.Name, ctx: Context) -> cst.BaseExpression | None:
+    """The default of the parameter ``name`` of its function, when no caller in this file
+    passes one (a trainer class's ``gradient_accumulate_every = 1``)."""
+    function = ctx.enclosing_function(name)
+    if function is None or argument_values(function, name.value, ctx):
+        return None
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return next((p.default for p in every if p.name.value == name.value), None)
+
+
+def _always_one(divisor: cst.BaseExpression, ctx: Context) -> bool:
+    """Does the divisor hold 1 wherever this file sets it: ``accum = 1``, or an attribute
+    set from a parameter whose default is 1 and that no caller here overrides? Then
+    dividing by it changes nothing."""
+    key = dotted_name(divisor)
+    bound = assignments(ctx, key) if key else []
+    values: list[cst.BaseExpression | None] = []
+    for assignment in bound:
+        value = assignment.value
+        found = values_of(value, ctx, assignment.node) if not isinstance(value, cst.Name) else []
+        values.extend(
+            found or [_parameter_default(value, ctx) if isinstance(value, cst.Name) else value]
+        )
+    if isinstance(divisor, cst.Name) and not bound:
+        values.append(_parameter_default(divisor, ctx))
+    return bool(values) and all(v is not None and number_value(v) == 1 for v in values)
 
 
 class UnscaledGradAccumulation(Operator):
@@ -24,7 +53,9 @@ class UnscaledGradAccumulation(Operator):
     learning rate is multiplied by ``accum_steps`` (oscillation or divergence at a tuned
     rate); Adam is nearly scale invariant, so there the bug is mostly silent (gradient
     clipping and weight decay then behave differently). Fix: divide the loss by the
-    number of accumulation steps before ``backward()``. Check: the gradient-norm log
+    number of accumulation steps before ``backward()``. A count that is 1 wherever the
+    file sets it (a parameter defaulting to 1 that no caller here overrides) is no site:
+    dividing by 1 changes nothing. Check: the gradient-norm log
     (``accum_steps`` times the reference), or compare train curves with accumulation 1.
     """
 
@@ -61,6 +92,30 @@ class UnscaledGradAccumulation(Operator):
         ),
         Example(
             before="""
+                class Trainer:
+                    def __init__(self, model, grad_accum=1):
+                        self.grad_accum = grad_accum
+
+                    def step(self, x):
+                        loss = self.loss_fn(self.model(x)) / self.grad_accum
+                        loss.backward()
+
+                Trainer(net, grad_accum=4).step(x)
+            """,
+            after="""
+                class Trainer:
+                    def __init__(self, model, grad_accum=1):
+                        self.grad_accum = grad_accum
+
+                    def step(self, x):
+                        loss = self.loss_fn(self.model(x))
+                        loss.backward()
+
+                Trainer(net, grad_accum=4).step(x)
+            """,
+        ),
+        Example(
+            before="""
                 loss /= args.grad_accum
                 loss.backward()
             """,
@@ -71,13 +126,30 @@ class UnscaledGradAccumulation(Operator):
         "lr = base_lr / accum_steps\n",
         "loss = loss / batch_size\n",
         "loss = loss * accum_steps\n",
+        # Equivalent: the count is 1 unless a caller elsewhere sets it (issue 22: a DDPM trainer).
+        """
+            class Trainer:
+                def __init__(self, model, grad_accum=1):
+                    self.grad_accum = grad_accum
+
+                def step(self, x):
+                    loss = self.loss_fn(self.model(x)) / self.grad_accum
+                    loss.backward()
+        """,
     )
 
     def _about_loss(self, expr: cst.CSTNode, ctx: Context) -> bool:
         code = ctx.code(expr).lower()
         return "loss" in code or "criterion" in code
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        edits = self._edits(node, ctx)
+        divisor = node.value if isinstance(node, cst.AugAssign) else node.right  # type: ignore[attr-defined]
+        if edits is not None and _always_one(divisor, ctx):
+            return NonSite("equivalent: the accumulation count is 1 on the default path")
+        return edits
+
+    def _edits(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if isinstance(node, cst.AugAssign):
             if (
                 isinstance(node.operator, cst.DivideAssign)

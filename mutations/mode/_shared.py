@@ -7,11 +7,14 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import NonSite
 from mutator.semantics import (
+    callee_name,
     code_of,
+    drives_training,
     expression_call,
     is_false,
     is_model,
     is_true,
+    loops_around,
     method_name,
     mode_dependent,
     receiver,
@@ -57,3 +60,51 @@ def mode_blind(call: cst.Call, ctx: Context) -> NonSite | None:
         f"equivalent: `{code_of(model)}` has no dropout, batch norm or other layer that "
         "reads the train/eval mode"
     )
+
+
+# -- a train() that another train() always follows -----------------------------------------
+
+
+def _retrained_next(use: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``use`` (a helper's call) in a training loop that trains nothing after it and
+    switches a model to train mode at the top of every iteration, before its first step?"""
+    loops = loops_around(use, ctx)
+    if not loops or not isinstance(loops[0].body, cst.IndentedBlock):
+        return False
+    loop, body = loops[0], loops[0].body.body
+    top = next((s for s in body if ctx.within(s, use)), None)
+    if top is None or drives_training(top, ctx) or not drives_training(loop, ctx):
+        return False
+    if any(drives_training(s, ctx) for s in body[body.index(top) + 1 :]):
+        return False
+    for statement in body:
+        if model_mode_statement(statement, ctx, "train") is not None:
+            return True
+        if drives_training(statement, ctx):
+            return False
+    return False
+
+
+def train_mode_restored_later(statement: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``statement`` (``model.train()``) the last line of a helper (sampling, evaluation)
+    whose every call sits in a training loop that calls ``model.train()`` again at the top
+    of the next iteration, before any training step? Then whatever mode the line leaves
+    the model in is gone before it matters (issue 22: LLMs-from-scratch's
+    ``generate_and_print_sample``)."""
+    function = ctx.enclosing_function(statement)
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    rest = list(function.body.body)
+    if statement not in rest or any(
+        not isinstance(s, cst.SimpleStatementLine) or drives_training(s, ctx)
+        for s in rest[rest.index(statement) + 1 :]
+    ):
+        return False
+    name = function.name.value
+    if sum(f.name.value == name for f in ctx.nodes(cst.FunctionDef)) != 1:  # type: ignore[attr-defined]
+        return False
+    uses = [call for call in ctx.nodes(cst.Call) if callee_name(call) == name]  # type: ignore[arg-type]
+    callees = {id(function.name)} | {id(getattr(c.func, "attr", c.func)) for c in uses}  # type: ignore[attr-defined]
+    if any(n.value == name and id(n) not in callees for n in ctx.nodes(cst.Name)):  # type: ignore[attr-defined]
+        return False  # handed on as a callback: called from where this cannot see
+    return bool(uses) and all(_retrained_next(use, ctx) for use in uses)

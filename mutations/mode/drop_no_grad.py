@@ -11,6 +11,7 @@ from mutator.semantics import (
     dedented_body,
     disables_grad,
     dotted_name,
+    in_no_grad,
     is_model,
     method_name,
     receiver,
@@ -63,25 +64,64 @@ def _runs_forward(root: cst.CSTNode, ctx: Context) -> bool:
     return False
 
 
+def _defined(name: str, ctx: Context) -> cst.FunctionDef | None:
+    """The script's one function or method called ``name`` (None if none, or several)."""
+    functions = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == name]  # type: ignore[attr-defined]
+    return functions[0] if len(functions) == 1 else None  # type: ignore[return-value]
+
+
+def _callee(call: cst.Call, ctx: Context) -> cst.FunctionDef | None:
+    """The script's own function a call runs: ``evaluate(...)``, or ``x.sample(...)`` when
+    the script defines one ``sample``."""
+    names = resolve(call.func, ctx).names
+    local = [n.removeprefix("<local>.") for n in names if n.startswith("<local>.")]
+    if len(local) == 1:
+        return _defined(local[0], ctx)
+    if isinstance(call.func, cst.Attribute) and not names:
+        return _defined(call.func.attr.value, ctx)
+    return None
+
+
+def _decorated_off(function: cst.FunctionDef, ctx: Context) -> bool:
+    return any(disables_grad(d.decorator, ctx) for d in function.decorators)
+
+
 def _grad_free_elsewhere(body: cst.CSTNode, ctx: Context) -> bool:
     """Does ``body`` only call the script's functions that disable gradients themselves
-    (``@torch.no_grad()``), plus printing and logging? Then the block's own ``no_grad``
-    changes nothing."""
+    (``@torch.no_grad()``), plus helpers that run no model, printing and logging? Then
+    the block's own ``no_grad`` changes nothing."""
     decorated = False
     for call in ctx.nodes_within(body, cst.Call):
-        names = resolve(call.func, ctx).names  # type: ignore[attr-defined]
-        local = [n.removeprefix("<local>.") for n in names if n.startswith("<local>.")]
-        functions = [f for f in ctx.nodes(cst.FunctionDef) if [f.name.value] == local]  # type: ignore[attr-defined]
-        if len(functions) == 1 and any(
-            disables_grad(d.decorator, ctx)
-            for d in functions[0].decorators  # type: ignore[attr-defined]
-        ):
+        function = _callee(call, ctx)  # type: ignore[arg-type]
+        if function is not None and _decorated_off(function, ctx):
             decorated = True
+        elif function is not None and not _runs_forward(function.body, ctx):
+            continue  # ``num_to_groups(n, batch)``: arithmetic
         elif not (
-            any(n.startswith("builtins.") for n in names) or method_name(call) in _GRAPHLESS_METHODS  # type: ignore[arg-type]
+            any(n.startswith("builtins.") for n in resolve(call.func, ctx).names)  # type: ignore[attr-defined]
+            or method_name(call) in _GRAPHLESS_METHODS  # type: ignore[arg-type]
         ):
             return False
     return decorated
+
+
+def _used_without_grad(function: cst.FunctionDef, ctx: Context) -> bool:
+    """Is every use of ``function`` elsewhere in the script (``f(...)``, ``self.f(...)``, a
+    reference handed on) already inside a block or function that disables gradients?
+    Then its own decorator changes nothing. A function the script never uses is not."""
+    name = function.name.value
+    if _defined(name, ctx) is not function:
+        return False
+    uses = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == name]  # type: ignore[attr-defined]
+    uses += [
+        n
+        for n in ctx.nodes(cst.Name)
+        if n.value == name  # type: ignore[attr-defined]
+        and n is not function.name
+        and not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).attr is n)  # type: ignore[union-attr]
+    ]
+    uses = [u for u in uses if not ctx.within(function, u)]
+    return bool(uses) and all(in_no_grad(u, ctx) for u in uses)
 
 
 class DropNoGrad(Swap):
@@ -251,6 +291,18 @@ class DropNoGrad(Swap):
                 with torch.no_grad():
                     save_grid(netG(noise), path)
         """,
+        # Sampling decorated and called under inference_mode anyway (issue 22: a DDPM trainer).
+        """
+            import torch
+
+            class Diffusion(nn.Module):
+                @torch.inference_mode()
+                def sample(self, n):
+                    return self.model(torch.randn(n, 3, 32, 32))
+
+            with torch.inference_mode():
+                images = ema_model.sample(16)
+        """,
     )
 
     def _evaluation(self, block: cst.With | cst.FunctionDef, ctx: Context) -> bool:
@@ -266,6 +318,8 @@ class DropNoGrad(Swap):
             function = ctx.parent(node)
             if not disables_grad(node.decorator, ctx) or not self._evaluation(function, ctx):  # type: ignore[arg-type]
                 return None
+            if _used_without_grad(function, ctx):  # type: ignore[arg-type]
+                return NonSite("equivalent: every caller already runs with gradients off")
             return cst.RemoveFromParent()
         assert isinstance(node, cst.With)
         kept = [item for item in node.items if not disables_grad(item.item, ctx)]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import mode_blind, model_mode_statement
+from mutations.mode._shared import mode_blind, model_mode_statement, train_mode_restored_later
 from mutator.context import Context
 from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
+    code_of,
+    drives_training,
     loops_around,
+    receiver,
     same_scope,
 )
 
@@ -22,6 +25,20 @@ def _can_run_before(earlier: cst.CSTNode, later: cst.CSTNode, ctx: Context) -> b
         return True
     shared = {id(loop) for loop in loops_around(earlier, ctx)}
     return any(id(loop) in shared for loop in loops_around(later, ctx))
+
+
+def _restored(evaluation: cst.CSTNode, dropped: cst.CSTNode, ctx: Context) -> bool:
+    """Does a later line of the same block (not ``dropped``) switch the model back with
+    ``train()``, with no training step or ``return`` between (an evaluation helper that
+    cleans up after itself)?"""
+    model = code_of(receiver(model_mode_statement(evaluation, ctx, "eval")))  # type: ignore[arg-type]
+    for statement in ctx.following_statements(evaluation):
+        switch = model_mode_statement(statement, ctx, "train")
+        if switch is not None and statement is not dropped and code_of(receiver(switch)) == model:
+            return True
+        if drives_training(statement, ctx) or ctx.nodes_within(statement, cst.Return):
+            return False
+    return False
 
 
 class DropTrainMode(Swap):
@@ -140,12 +157,21 @@ class DropTrainMode(Swap):
         call = model_mode_statement(node, ctx, "train")
         if call is None:
             return None
-        if not (
-            any(
-                model_mode_statement(other, ctx, "eval") is not None
-                and _can_run_before(other, node, ctx)
-                for other in ctx.nodes(cst.SimpleStatementLine)
-            )
-        ):
+        evals = [
+            other
+            for other in ctx.nodes(cst.SimpleStatementLine)
+            if model_mode_statement(other, ctx, "eval") is not None
+            and _can_run_before(other, node, ctx)
+        ]
+        if not evals:
             return None
-        return mode_blind(call, ctx) or cst.RemoveFromParent()
+        blind = mode_blind(call, ctx)
+        if blind is not None:
+            return blind
+        if all(_restored(other, node, ctx) for other in evals):
+            return NonSite(
+                "equivalent: every eval() that can run before it is undone by a later train()"
+            )
+        if train_mode_restored_later(node, ctx):
+            return NonSite("equivalent: the loop calls train() again before its next training step")
+        return cst.RemoveFromParent()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import mode_blind, model_mode_statement
+from mutations.mode._shared import mode_blind, model_mode_statement, train_mode_restored_later
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
 
@@ -83,6 +83,8 @@ class EvalModeBeforeTraining(Operator):
         blind = mode_blind(call, ctx)
         if blind is not None:
             return blind
+        if train_mode_restored_later(node, ctx):
+            return NonSite("equivalent: the loop calls train() again before its next training step")
         return {
             call: call.with_changes(func=call.func.with_changes(attr=cst.Name("eval")), args=())
         }
