@@ -71,6 +71,25 @@ class DropEvalMode(Swap):
                 net.eval()
                 return [net(x) for x, _ in loader]
         """,
+        # ... and so do PyG's graph convolutions (issue 22: link prediction on Cora).
+        """
+            import torch
+            from torch_geometric.nn import GCNConv
+
+            class Net(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = GCNConv(16, 32)
+                    self.conv2 = GCNConv(32, 8)
+
+                def forward(self, x, edge_index):
+                    return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+            model = Net()
+            def test(data):
+                model.eval()
+                return model(data.x, data.edge_index)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
