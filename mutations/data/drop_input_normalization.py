@@ -27,7 +27,9 @@ class DropInputNormalization(Operator):
     BatchNorm after the first layer or pixels in 0..16 with Adam absorb it. A
     normalisation whose result no model reads (returns, advantages, targets) is no site,
     nor one that only the test or validation split gets (removing it is
-    ``skip_val_normalization``'s train/test mismatch).
+    ``skip_val_normalization``'s train/test mismatch). Not told apart: a scaled copy of
+    training images that only the plots run through the model (an autoencoder's
+    ``view_data``: the pictures change, training does not; 1 of 7 corpus mutants, issue 22).
     Fix: standardize inputs with training-set statistics. Check: print input
     statistics of the first batch (mean far from 0, std far from 1); an init-loss
     check and the loss curve against the reference.

@@ -87,7 +87,9 @@ class MixBatchDims(Swap):
     their labels; the model learns little beyond class frequencies. Fix: flatten
     with the batch dimension first (``x.flatten(1)``) and assert shapes. Check: feed
     a batch whose samples differ (e.g. one zeroed) and verify that only that sample's
-    output changes; overfit one batch.
+    output changes; overfit one batch. Not told apart: rows that are not data samples, such
+    as the input gradients of a WGAN-GP penalty (the mutant mixes samples' gradient norms,
+    not inputs with labels; 1 of 15 corpus mutants on the default path, issue 22).
     """
 
     name = "mix_batch_dims"

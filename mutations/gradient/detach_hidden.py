@@ -19,7 +19,11 @@ class DetachHidden(Swap):
     initial weights while the layers after it still train: the loss falls, but only as far
     as a model on frozen random features allows (a worse plateau, lower val accuracy).
     Sites are assignments in ``forward`` that take a layer's output and feed another
-    layer, so each cut is distinct and the output keeps requiring grad (no crash). Fix: remove the ``.detach()``.
+    layer, so each cut is distinct and the output keeps requiring grad (no crash). Not told
+    apart: a cut inside a residual branch (``x = attn(x) + x``), where the skip connection
+    still carries the gradient to earlier layers and only the branch's own layers freeze (3
+    of 52 corpus mutants, a diffusion U-Net's attention blocks, issue 22). Fix: remove the
+    ``.detach()``.
     Check: a params-changed check per layer after one step (early layers do not move),
     or per-layer gradient norms (exactly zero before the cut).
     """

@@ -137,7 +137,9 @@ class DropActivation(Operator):
     map, so the network can only fit linear decision boundaries: on nearly linear tasks
     nothing shows, otherwise the loss plateaus above the reference and accuracy drops.
     An activation that is a factor of a hand-written formula (GELU's tanh, an LSTM gate) is
-    no site: removing it changes the formula instead. Fix: put the nonlinearity back between the layers. Check: compare train/val curves
+    no site: removing it changes the formula instead; one inside a log-probability
+    correction (SAC's ``log(1 - tanh(a)^2)``) is not told apart (1 of 63 corpus mutants,
+    issue 22). Fix: put the nonlinearity back between the layers. Check: compare train/val curves
     with the reference (a higher floor), or overfit a small nonlinear batch; a model
     summary shows consecutive Linear layers.
     """

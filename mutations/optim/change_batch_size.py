@@ -66,7 +66,9 @@ class ChangeBatchSize(Swap):
     loaders are not sites, nor a batch size that also sizes other tensors (the mutant
     would crash on a shape) or, for x8, a batch that already holds the whole dataset.
     Without a DataLoader that reads it, the batch size of a config object is a site (a
-    dataclass field, a settings dict entry, an argparse default: issue 22).
+    dataclass field, a settings dict entry, an argparse default: issue 22). Not told apart:
+    a training set smaller than the x8 batch with ``drop_last=True``, where the mutant trains
+    nothing at all (1 of 31 corpus mutants: LLMs-from-scratch's five-sample DDP demo).
     Fix: scale the LR with the batch size (linear rule for SGD,
     ~sqrt for Adam) and budget in steps, not epochs. Check: count optimizer steps per
     epoch; compare loss-vs-steps and loss-vs-samples curves with the reference.
