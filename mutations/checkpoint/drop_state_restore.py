@@ -16,6 +16,7 @@ from mutator.semantics import (
     receiver_kind,
     values_of,
 )
+from mutator.semantics.loops import runs_last
 
 # Objects whose state is not the model's: everything else that loads a state dict is
 # treated as (part of) the model (``model``, ``self.net``, ``model.module``, ``ema``).
@@ -188,26 +189,11 @@ class DropLoadStateDict(_DropStateRestore):
             return None  # the best epoch's weights put back for testing: no resume
         found = super().swap(node, ctx)
         model = method_statement_receiver(node, "load_state_dict")
-        if found is not None and isinstance(model, cst.Name) and _runs_last(node, ctx):
+        if found is not None and isinstance(model, cst.Name) and runs_last(node, ctx):
             return NonSite(
                 "equivalent: the script ends right after the load; nothing uses the weights"
             )
         return found
-
-
-def _runs_last(statement: cst.CSTNode, ctx: Context) -> bool:
-    """Is ``statement`` the last thing the script runs: module level (or a module-level
-    ``if``), outside any loop, with no statement after it in any block around it?"""
-    current: cst.CSTNode | None = statement
-    while current is not None and not isinstance(current, cst.Module):
-        if isinstance(
-            current, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Try, cst.With)
-        ):
-            return False
-        if isinstance(current, cst.BaseStatement) and ctx.following_statements(current):
-            return False
-        current = ctx.parent(current)
-    return current is not None
 
 
 def method_name_of(expr: cst.BaseExpression) -> str | None:

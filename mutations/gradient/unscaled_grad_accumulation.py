@@ -7,42 +7,14 @@ import libcst as cst
 from mutations.gradient._shared import is_backward
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
-from mutator.semantics import argument_values, assignments, dotted_name, number_value, values_of
+from mutator.semantics import dotted_name
+from mutator.semantics.scope import always_number
 
 
 def _accumulation_divisor(expr: cst.BaseExpression) -> bool:
     """``accum_steps``, ``self.grad_accum``, ``args.gradient_accumulation_steps``..."""
     name = dotted_name(expr)
     return name is not None and "accum" in name.rsplit(".", 1)[-1].lower()
-
-
-def _parameter_default(name: cst.Name, ctx: Context) -> cst.BaseExpression | None:
-    """The default of the parameter ``name`` of its function, when no caller in this file
-    passes one (a trainer class's ``gradient_accumulate_every = 1``)."""
-    function = ctx.enclosing_function(name)
-    if function is None or argument_values(function, name.value, ctx):
-        return None
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return next((p.default for p in every if p.name.value == name.value), None)
-
-
-def _always_one(divisor: cst.BaseExpression, ctx: Context) -> bool:
-    """Does the divisor hold 1 wherever this file sets it: ``accum = 1``, or an attribute
-    set from a parameter whose default is 1 and that no caller here overrides? Then
-    dividing by it changes nothing."""
-    key = dotted_name(divisor)
-    bound = assignments(ctx, key) if key else []
-    values: list[cst.BaseExpression | None] = []
-    for assignment in bound:
-        value = assignment.value
-        found = values_of(value, ctx, assignment.node) if not isinstance(value, cst.Name) else []
-        values.extend(
-            found or [_parameter_default(value, ctx) if isinstance(value, cst.Name) else value]
-        )
-    if isinstance(divisor, cst.Name) and not bound:
-        values.append(_parameter_default(divisor, ctx))
-    return bool(values) and all(v is not None and number_value(v) == 1 for v in values)
 
 
 class UnscaledGradAccumulation(Operator):
@@ -145,7 +117,7 @@ class UnscaledGradAccumulation(Operator):
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         edits = self._edits(node, ctx)
         divisor = node.value if isinstance(node, cst.AugAssign) else node.right  # type: ignore[attr-defined]
-        if edits is not None and _always_one(divisor, ctx):
+        if edits is not None and always_number(divisor, ctx, 1):
             return NonSite("equivalent: the accumulation count is 1 on the default path")
         return edits
 

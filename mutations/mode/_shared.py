@@ -7,7 +7,6 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import NonSite
 from mutator.semantics import (
-    callee_name,
     code_of,
     drives_training,
     expression_call,
@@ -19,6 +18,7 @@ from mutator.semantics import (
     mode_dependent,
     receiver,
 )
+from mutator.semantics.scope import function_uses
 
 # -- train/eval mode calls -----------------------------------------------------------------
 
@@ -100,11 +100,10 @@ def train_mode_restored_later(statement: cst.CSTNode, ctx: Context) -> bool:
         for s in rest[rest.index(statement) + 1 :]
     ):
         return False
-    name = function.name.value
-    if sum(f.name.value == name for f in ctx.nodes(cst.FunctionDef)) != 1:  # type: ignore[attr-defined]
+    uses = function_uses(function, ctx)
+    if not uses:
         return False
-    uses = [call for call in ctx.nodes(cst.Call) if callee_name(call) == name]  # type: ignore[arg-type]
-    callees = {id(function.name)} | {id(getattr(c.func, "attr", c.func)) for c in uses}  # type: ignore[attr-defined]
-    if any(n.value == name and id(n) not in callees for n in ctx.nodes(cst.Name)):  # type: ignore[attr-defined]
+    calls = [ctx.parent(use) for use in uses]
+    if not all(isinstance(c, cst.Call) and c.func is use for c, use in zip(calls, uses)):
         return False  # handed on as a callback: called from where this cannot see
-    return bool(uses) and all(_retrained_next(use, ctx) for use in uses)
+    return all(_retrained_next(call, ctx) for call in calls)  # type: ignore[arg-type]

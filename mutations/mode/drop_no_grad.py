@@ -11,13 +11,13 @@ from mutator.semantics import (
     dedented_body,
     disables_grad,
     dotted_name,
-    in_no_grad,
     is_model,
     method_name,
     receiver,
     resolve,
 )
 from mutator.semantics.grad_flow import feeds_training
+from mutator.semantics.grad_mode import only_used_without_grad
 
 # Calls that build no autograd graph whatever the grad mode: printing, logging, ``.item()``.
 _GRAPHLESS_METHODS = frozenset({"item", "tolist", "append", "format", "write", "info", "log"})
@@ -103,25 +103,6 @@ def _grad_free_elsewhere(body: cst.CSTNode, ctx: Context) -> bool:
         ):
             return False
     return decorated
-
-
-def _used_without_grad(function: cst.FunctionDef, ctx: Context) -> bool:
-    """Is every use of ``function`` elsewhere in the script (``f(...)``, ``self.f(...)``, a
-    reference handed on) already inside a block or function that disables gradients?
-    Then its own decorator changes nothing. A function the script never uses is not."""
-    name = function.name.value
-    if _defined(name, ctx) is not function:
-        return False
-    uses = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == name]  # type: ignore[attr-defined]
-    uses += [
-        n
-        for n in ctx.nodes(cst.Name)
-        if n.value == name  # type: ignore[attr-defined]
-        and n is not function.name
-        and not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).attr is n)  # type: ignore[union-attr]
-    ]
-    uses = [u for u in uses if not ctx.within(function, u)]
-    return bool(uses) and all(in_no_grad(u, ctx) for u in uses)
 
 
 class DropNoGrad(Swap):
@@ -318,7 +299,7 @@ class DropNoGrad(Swap):
             function = ctx.parent(node)
             if not disables_grad(node.decorator, ctx) or not self._evaluation(function, ctx):  # type: ignore[arg-type]
                 return None
-            if _used_without_grad(function, ctx):  # type: ignore[arg-type]
+            if only_used_without_grad(function, ctx):  # type: ignore[arg-type]
                 return NonSite("equivalent: every caller already runs with gradients off")
             return cst.RemoveFromParent()
         assert isinstance(node, cst.With)

@@ -87,3 +87,19 @@ def iterations(loop: cst.CSTNode, ctx: Context) -> int | None:
         return None
     start, stop = (0, bounds[0]) if len(bounds) == 1 else bounds
     return max(0, int(stop) - int(start))  # type: ignore[arg-type]
+
+
+def runs_last(statement: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``statement`` the last thing the script runs: at module level (or in a module-level
+    ``if``), outside any loop, function, ``with`` or ``try``, with no statement after it in
+    any block around it?"""
+    current: cst.CSTNode | None = statement
+    while current is not None and not isinstance(current, cst.Module):
+        if isinstance(
+            current, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Try, cst.With)
+        ):
+            return False
+        if isinstance(current, cst.BaseStatement) and ctx.following_statements(current):
+            return False
+        current = ctx.parent(current)
+    return current is not None
