@@ -49,7 +49,8 @@ Public API (import from ``mutator.semantics``):
   ``reaches_model`` (does a value reach a model's forward or a dataset's inputs).
 - imported from their modules: hyperparameters in config objects (``config``: a settings
   class, dict, argparse default, ``cfg.x.lr``), whether a ``no_grad`` block's values feed
-  training (``grad_flow``), loops that are the whole run or run once (``loops``).
+  training (``grad_flow``), loops that are the whole run or run once (``loops``, also
+  ``runs_last``), ``scope.function_uses``/``always_number``, ``grad_mode.only_used_without_grad``.
 - hyperparameters as module-level constants (``hyperparams``):
   ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
   ``weight_decay``.
