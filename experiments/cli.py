@@ -305,6 +305,12 @@ def _strength(argv: Sequence[str]) -> int:
     return guarded("trainwreck strength", strength_main, argv)
 
 
+def _test(argv: Sequence[str]) -> int:
+    from experiments.mutation_testing.cli import test_main
+
+    return guarded("trainwreck test", test_main, argv)
+
+
 def _quiz(argv: Sequence[str]) -> int:
     from experiments.quiz.cli import quiz_main
 
@@ -321,6 +327,7 @@ DELEGATED: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
         "the weakest setting of a parametric operator at which its bug shows",
     ),
     "quiz": (_quiz, "practice: a loop with several bugs, its curves, an answer key, grading"),
+    "test": (_test, "would your tests catch it? run them against each mutant of your files"),
     "lint": (_lint, "lint training scripts for loop bugs (trainwreck-lint)"),
     "bench": (_bench, "score bug detectors against the mutants (leaderboard, export)"),
 }

@@ -5,7 +5,10 @@
 invalid 1 (e.g. SystemExit: train.py: error: unrecognized arguments: --seed 0)``.
 
 ``validation_notes(rows)``: for each loop whose reference reported no validation numbers,
-which labels could not be judged and the one line to add to the script.
+by a ``report(...)`` call or captured from what it logs (a ``report`` record with a
+``source``), which labels could not be judged and the ways to give it one: the line to add,
+or ``loop.metrics`` for a line it already prints. A loop where anything was captured gets
+no note.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from experiments.trace import TRACE_FILE, read_trace
 EXAMPLE_CHARS = 120
 # Labels judged from reported validation numbers (experiments.symptoms reads their
 # val_* features); without a report() call they can never fire.
-VALIDATION_LABELS = ("overfits", "chance_val", "too_good")
+VALIDATION_LABELS = ("overfits", "too_good")
 REPORT_LINE = (
     "from experiments.telemetry import report; "
     "report(epoch=epoch, val_loss=val_loss, val_metric=val_accuracy)  # once per epoch"
@@ -64,8 +67,10 @@ def validation_notes(rows: Iterable[dict[str, Any]]) -> list[str]:
         reported[loop] = _reports_validation(row.get("run_dir"))
     labels = ", ".join(VALIDATION_LABELS)
     return [
-        f"{loop}: the script reports no validation numbers, so {labels} could not be "
-        f"judged; add one line after each epoch's evaluation: {REPORT_LINE}"
+        f"{loop}: the script reports no validation numbers (none captured from report(...), "
+        f"TensorBoard, wandb, Lightning, logging or stdout), so {labels} could not be judged; "
+        f"add one line after each epoch's evaluation: {REPORT_LINE}; or, if it prints one, "
+        f'match that line with loop.metrics="REGEX" (named groups val_loss, val_metric)'
         for loop, seen in sorted(reported.items())
         if not seen
     ]

@@ -18,6 +18,10 @@ import pytest
 from mutations.registry import get_operator
 from mutator import Mutant, Site, SourceFile
 
+# Fixture projects have their own tests, run by ``trainwreck test`` in a copy; they are
+# not this suite's tests (their imports resolve only inside their own project).
+collect_ignore_glob = ["projects/*"]
+
 
 def sites(source: str, operator: str, **params) -> list[Site]:
     """The sites of ``operator`` (with ``params``) in ``source`` (dedented first)."""

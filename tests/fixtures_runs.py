@@ -52,6 +52,10 @@ class RunSpec:
     steps: int = 300
     device: str = "cpu"
     extra_result: dict[str, Any] = field(default_factory=dict)
+    # The validation numbers the script reports each epoch (none: a script that prints only
+    # its training loss), and where a capture found them (None: a report() call).
+    reported: tuple[str, ...] = ("val_loss", "val_metric")
+    source: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -169,16 +173,21 @@ def write_study(
     noop_seeds: tuple[int, ...] = NOOP_SEEDS,
     steps: int = 300,
     loop: str = LOOP,
+    control: str = "healthy",
+    **fields: Any,
 ) -> dict[str, list[Path]]:
     """A small study: reference and mutants on ``seeds``, the unmutated loop on ``noop_seeds``.
 
     The unmutated runs on ``noop_seeds`` are written as plain reference runs (identity
     ``none``): the catalog recognises them as the noop control because no mutant uses
-    those seeds. Returns the written folders by identity.
+    those seeds. ``control`` is their behaviour (a control that is not silent); ``fields``
+    go to every run's ``RunSpec`` (e.g. ``reported=()``: a script that reports nothing).
+    Returns the written folders by identity.
     """
     written: dict[str, list[Path]] = {}
     for seed in (*seeds, *noop_seeds):
-        spec = RunSpec("healthy", seed, loop=loop, steps=steps)
+        behaviour = control if seed in noop_seeds else "healthy"
+        spec = RunSpec(behaviour, seed, loop=loop, steps=steps, **fields)
         written.setdefault("none", []).append(write_run(results_dir, spec))
     for behaviour, identity, operators in mutants:
         for seed in seeds:
@@ -191,6 +200,7 @@ def write_study(
                 categories=("optim",),
                 diff=_diff_for(identity),
                 steps=steps,
+                **fields,
             )
             written.setdefault(identity, []).append(write_run(results_dir, spec))
     return written
@@ -237,7 +247,7 @@ def _report(
     if spec.behaviour == "leak_labels":
         accuracy, val_loss = 0.995, train_loss
     accuracy += rng.normal(0, 0.005)
-    return {
+    record = {
         "kind": "report",
         "t": 0.0,
         "epoch": epoch,
@@ -246,6 +256,12 @@ def _report(
         "val_metric": accuracy,
         "n_classes": N_CLASSES,
     }
+    for name in ("val_loss", "val_metric"):
+        if name not in spec.reported:
+            del record[name]
+    if spec.source is not None:
+        record["source"] = spec.source
+    return record
 
 
 def _result(

@@ -196,3 +196,19 @@ def test_lightning_logs_are_averaged_per_epoch(tmp_path):
     records = reports(row)
     assert [r["epoch"] for r in records] == [0, 1]  # the sanity check's batches are not one
     assert 0 < records[-1]["val_metric"] <= 1
+
+
+def test_each_run_row_names_the_source_that_measured_it(rows):
+    """The verdicts' side (#23 phase 2): the runs table's ``outcome_source``."""
+    expected = {
+        "nanogpt_trainer": "stdout",
+        "word_lm": "stdout",
+        "mnist_style": "stdout",
+        "logging_info": "logging",
+        "own_format": "pattern",
+        "train": "none",
+    }
+    for loop, source in expected.items():
+        row = rows[loop]
+        features = signature(list(read_trace(row["run_dir"])), row, n_classes=None)
+        assert features["outcome_source"] == source, loop

@@ -20,11 +20,37 @@ def backward(losses, start=0):
     return [{"kind": "backward", "i": start + i, "loss": v} for i, v in enumerate(losses)]
 
 
+# Features that are text by design: names, an error, where the outcome numbers came from.
+TEXT_FEATURES = ("optimizer", "holdout_error", "outcome_source")
+
+
 def test_every_feature_is_present_and_numeric_or_none():
     features = features_of("healthy")
     assert tuple(features) == FEATURES
     for name, value in features.items():
-        assert value is None or isinstance(value, int | float), name
+        if name in TEXT_FEATURES:
+            assert value is None or isinstance(value, str), name
+        else:
+            assert value is None or isinstance(value, int | float), name
+
+
+def test_outcome_source_names_where_the_outcome_numbers_came_from():
+    records, result = simulate(RunSpec("healthy", 0))
+    assert signature(records, result, n_classes=None)["outcome_source"] == "report"
+    captured = [
+        {**record, "source": "stdout"} if record["kind"] == "report" else record
+        for record in records
+    ]
+    assert signature(captured, result, n_classes=None)["outcome_source"] == "stdout"
+    held_out = [*records, {"kind": "holdout", "metric": 0.9, "loss": 0.3, "chance": 0.1}]
+    assert signature(held_out, result, n_classes=None)["outcome_source"] == "holdout"
+    failed = [*records, {"kind": "holdout", "error": "RuntimeError: shape"}]
+    assert signature(failed, result, n_classes=None)["outcome_source"] == "report"
+    # A val metric and a val loss from two sources: the metric's measures the model.
+    mixed = [*captured, {"kind": "report", "val_loss": 0.3, "source": "tensorboard"}]
+    assert signature(mixed, result, n_classes=None)["outcome_source"] == "stdout"
+    silent = [record for record in records if record["kind"] != "report"]
+    assert signature(silent, result, n_classes=None)["outcome_source"] == "none"
 
 
 def test_healthy_run_learns_from_a_calibrated_start():

@@ -35,8 +35,9 @@ from experiments.symptoms import (
 
 # behaviour -> (identity, the label it must get in every seed, measured severity). Severity
 # comes from the outcome only (here the val metric the synthetic script reports): a
-# mechanism that leaves the model as good (eval-mode training, grad in eval, a leak that
-# only flatters the val metric) is a symptom of a silent bug.
+# mechanism that leaves the model as good (eval-mode training, grad in eval) is a symptom of
+# a silent bug. A leak that flatters the val metric makes the only measure a number too good
+# to trust, and no held-out evaluation checks it: unjudged, not silent (docs/truth.md).
 KNOWN = {
     "flat": ("t.py::train::drop_optimizer_step#0", "no_learning", "breaks_training"),
     "diverge": ("t.py::main::scale_lr(factor=100.0)#0", "diverges", "breaks_training"),
@@ -48,8 +49,12 @@ KNOWN = {
     "grad_in_eval": ("t.py::evaluate::drop_no_grad#0", "grad_in_eval", "silent"),
     "leak_memory": ("t.py::train::keep_loss_graph#0", "memory_growth", "cost_only"),
     "slow_steps": ("t.py::train::slow_step#0", "slower", "cost_only"),
-    "leak_labels": ("t.py::data::leak_labels#0", "too_good", "silent"),
+    "leak_labels": ("t.py::data::leak_labels#0", "too_good", "unjudged"),
 }
+
+# What a run's labels read when no label fired and nothing measured its model (these unit
+# runs carry no held-out or reported number): no verdict, not "silent".
+NOTHING_FIRED = ["unjudged"]
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +227,8 @@ def test_status_labels_and_invalid_runs():
     assert judge_run({"status": "oom"}, ref) == ["oom"]
     assert judge_run({"status": "timeout"}, ref) == ["timeout"]
     assert judge_run({"status": "invalid"}, ref) == ["invalid"]
-    assert judge_run({"status": "ok"}, ref) == ["silent"]
+    # A reference with no finished run has no spread: a finished run cannot be judged.
+    assert judge_run({"status": "ok"}, ref) == ["too_few_seeds"]
 
 
 def test_exception_before_training_is_a_crash_when_the_reference_trains():
@@ -248,7 +254,7 @@ def test_grad_in_eval_needs_real_eval_forwards():
     ]
     # 460 training forwards without a backward count as eval forwards: not this bug
     lost_backward = {"status": "ok", "eval_grad_frac": 0.92, "eval_forwards": 500}
-    assert judge_run(lost_backward, ref) == ["silent"]
+    assert judge_run(lost_backward, ref) == NOTHING_FIRED
 
 
 def test_slower_ignores_load_that_cpu_time_does_not_show():
@@ -257,21 +263,23 @@ def test_slower_ignores_load_that_cpu_time_does_not_show():
         cpu_time_s=[1.00, 1.02, 0.98, 1.01, 0.99], train_time_s=[1.0, 1.1, 0.9, 1.0, 1.0]
     )
     loaded = {"status": "ok", "cpu_time_s": 1.03, "train_time_s": 3.2}
-    assert judge_run(loaded, ref) == ["silent"]
+    assert judge_run(loaded, ref) == NOTHING_FIRED
     heavier = {"status": "ok", "cpu_time_s": 1.8, "train_time_s": 1.9}
     assert judge_run(heavier, ref) == ["slower"]
     # Under the factor (1.5x) a consistent CPU increase is not yet a cost.
-    assert judge_run({"status": "ok", "cpu_time_s": 1.3, "train_time_s": 1.3}, ref) == ["silent"]
+    assert judge_run({"status": "ok", "cpu_time_s": 1.3, "train_time_s": 1.3}, ref) == NOTHING_FIRED
 
 
 def test_slower_falls_back_to_step_cost_then_wall_time():
     # Runs recorded before the harness wrote CPU time: the median step time x steps.
     ref = reference_of(step_cost_s=[0.50, 0.52, 0.49, 0.51, 0.50], train_time_s=[1.0] * 5)
-    assert judge_run({"status": "ok", "step_cost_s": 0.52, "train_time_s": 3.0}, ref) == ["silent"]
+    assert (
+        judge_run({"status": "ok", "step_cost_s": 0.52, "train_time_s": 3.0}, ref) == NOTHING_FIRED
+    )
     assert judge_run({"status": "ok", "step_cost_s": 0.9, "train_time_s": 1.1}, ref) == ["slower"]
     # Nothing but wall time: the wall factor (2.5x) applies.
     wall_only = reference_of(train_time_s=[1.0, 1.1, 0.9, 1.0, 1.0])
-    assert judge_run({"status": "ok", "train_time_s": 2.0}, wall_only) == ["silent"]
+    assert judge_run({"status": "ok", "train_time_s": 2.0}, wall_only) == NOTHING_FIRED
     assert judge_run({"status": "ok", "train_time_s": 2.6}, wall_only) == ["slower"]
 
 
@@ -315,7 +323,7 @@ def test_transient_blow_up_is_divergence_and_the_dead_net_does_not_learn():
 
 def test_nan_in_the_reference_too_is_not_a_mutant_symptom():
     noisy_reference = Reference({}, 0.6, 5, (0, 1, 2, 3, 4))
-    assert judge_run({"status": "nan", "first_nan_step": 3}, noisy_reference) == ["silent"]
+    assert judge_run({"status": "nan", "first_nan_step": 3}, noisy_reference) == NOTHING_FIRED
 
 
 # -- the truth on real runs --------------------------------------------------------------

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from experiments.catalog.notes import verdict_notes
 from experiments.catalog.runs import load_runs
 from experiments.catalog.tables import build_tables
 from experiments.catalog.write import write_catalog
@@ -30,6 +31,8 @@ class CatalogSummary:
     agreement: tuple[int, int] = (0, 0)  # mutants whose measured severity = declared, of
     misleads: int = 0  # mutants whose model is fine but a reported number lies
     validity: str = ""  # how many mutants are not their bug (report.validity.summary_line)
+    unjudged: int = 0  # mutants with no verdict (left out of the agreement)
+    notes: list[str] = field(default_factory=list)  # per loop: source, control, unjudged
 
 
 def rebuild_report(
@@ -65,4 +68,6 @@ def rebuild_report(
         agreement=(int(declared["agrees"].astype(bool).sum()), len(declared)),
         misleads=int((mutants["measured"] == "misleads").sum()) if len(mutants) else 0,
         validity=summary_line(validity_table(judged)) if len(judged) else "",
+        unjudged=int((mutants["measured"] == "unjudged").sum()) if len(mutants) else 0,
+        notes=verdict_notes(judged),
     )

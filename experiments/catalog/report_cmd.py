@@ -79,14 +79,20 @@ def print_summary(summary) -> None:
         if isinstance(rate, float) and interval
         else ""
     )
+    too_few = control.get("too_few_seeds") or []
+    if too_few:
+        noop += f"; no false-positive rate for {', '.join(too_few)} (fewer than 3 reference seeds)"
     agree, declared = summary.agreement
+    unjudged = getattr(summary, "unjudged", 0)
+    left_out = f"; {unjudged} unjudged mutants left out" if unjudged else ""
     verdicts = (
         f"[trainwreck] measured severity agrees with the declared one for {agree} of "
-        f"{declared} mutants ({agree / declared:.0%}); {summary.misleads} mutants mislead "
-        "(model fine, a reported number wrong)\n"
+        f"{declared} mutants ({agree / declared:.0%}){left_out}; {summary.misleads} mutants "
+        "mislead (model fine, a reported number wrong)\n"
         if declared
         else ""
     )
+    notes = "".join(f"[trainwreck] {note}\n" for note in getattr(summary, "notes", []))
     validity = (
         f"[trainwreck] mutant validity: {summary.validity} (symptoms.md, Mutant validity)\n"
         if getattr(summary, "validity", "")
@@ -96,6 +102,7 @@ def print_summary(summary) -> None:
         f"[trainwreck] catalog: {summary.n_mutants} mutants over {summary.n_loops} loops{noop}\n"
         + verdicts
         + validity
+        + notes
         + f"[trainwreck] wrote {summary.out_dir}/ (symptoms.md, study.md, report.html, runs.parquet, ...)",
         file=sys.stderr,
     )

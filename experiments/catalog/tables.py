@@ -17,6 +17,7 @@ from experiments.report.tables import CatalogTables
 from experiments.symptoms import (
     NOOP,
     SEVERITY_ORDER,
+    UNJUDGED,
     assign_roles,
     disagreement,
     judge,
@@ -121,13 +122,13 @@ def annotate_symptoms(
     expected = [info.expected if info else None for info in infos]
     position = symptoms.columns.get_loc("measured")
     symptoms.insert(position, "expected", expected)
-    # A mutant that is not its bug (stillborn, equivalent, unreached) neither agrees nor
-    # disagrees with what its operator declares: it is left out of the agreement.
+    # A mutant that is not its bug (stillborn, equivalent, unreached) and an unjudged row
+    # neither agree nor disagree with what the operator declares: no verdict to compare.
     symptoms.insert(
         position + 2,
         "agrees",
         [
-            None if exp is None or not is_valid(got) else exp == got
+            None if exp is None or got == UNJUDGED or not is_valid(got) else exp == got
             for exp, got in zip(expected, symptoms["measured"])
         ],
     )
@@ -135,7 +136,7 @@ def annotate_symptoms(
         position + 3,
         "why",
         [
-            not_the_bug(row) or disagreement(row, exp)
+            not_the_bug(row) or _text(row.get("unjudged_reason")) or disagreement(row, exp)
             for row, exp in zip(symptoms.to_dict("records"), expected)
         ],
     )
@@ -168,6 +169,10 @@ def not_the_bug(row: Mapping[str, object]) -> str:
     if measured == UNREACHED:
         return "unreached: the changed lines never ran"
     return ""
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _curves_frame(runs: list[LoadedRun]) -> pd.DataFrame:

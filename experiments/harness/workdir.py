@@ -102,6 +102,24 @@ def mirrored_path(workdir: str | Path, invocation_dir: str | Path, path: str | P
     return str(Path(workdir) / relative)
 
 
+def place(workdir: str | Path, relative: str, text: str) -> Path:
+    """Put ``text`` at ``relative`` in the mirror as a real file (a mutant in place of the
+    user's file): each mirrored folder on the way becomes a real folder of symlinks first,
+    so the user's file and folders are never written."""
+    from experiments.harness.guard import _materialize_folder
+
+    path = Path(workdir)
+    for part in Path(relative).parts[:-1]:
+        path = path / part
+        if path.is_symlink():
+            _materialize_folder(str(path))
+    path = path / Path(relative).name
+    if path.is_symlink():
+        path.unlink()
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def _link_entries(source: Path, target: Path, skipped: set[Path]) -> None:
     try:
         entries = list(os.scandir(source))

@@ -28,6 +28,7 @@ KIND = {
     "timeout": "loud: never finishes in time",
     "breaks_training": "loud: breaks training",
     "degrades": "visible: degrades training",
+    "unjudged": "not measured: silent or degrading, nothing here tells which",
     "misleads": "quiet: the model is fine, a reported number lies",
     "cost_only": "silent in the curves: costs time or memory",
     "silent": "silent",

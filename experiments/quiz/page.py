@@ -19,6 +19,8 @@ from experiments.symptoms import PARTIAL, label_of
 PLAIN_WORDS = {
     "silent": "no measurable difference from the correct loop",
     "invalid": "the run stops before its first training step",
+    "unjudged": "nothing measured how good the trained model is",
+    "too_few_seeds": "too few runs of the correct loop to compare against",
 }
 
 

@@ -32,6 +32,7 @@ table.symptoms tbody tr:hover { background: #f7fafc; }
 .sev-breaks_training { background: #feebc8; color: #7b341e; }
 .sev-degrades { background: #fefcbf; color: #744210; }
 .sev-cost_only { background: #e9d8fd; color: #44337a; }
+.sev-unjudged { background: #ffffff; color: #4a5568; border: 1px dashed #a0aec0; }
 .sev-silent { background: #e2e8f0; color: #2d3748; }
 .sev-invalid { background: #edf2f7; color: #718096; }
 .disagree { outline: 2px dashed #c53030; outline-offset: 1px; }

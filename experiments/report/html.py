@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.report.assets import SCRIPT, STYLE
-from experiments.report.markdown import control_line, overview_line, sentence
+from experiments.report.markdown import control_line, loop_notes, overview_line, sentence
 from experiments.report.operators import OperatorInfo
 from experiments.report.svg import Series, band_svg
 from experiments.report.validity import validity_html
@@ -69,6 +69,10 @@ def render_report_html(tables: CatalogTables) -> str:
         "<header><h1>trainwreck symptom catalog</h1>",
         f"<p>{escape(overview_line(tables))} <span class='muted'>Generated {generated}.</span></p>",
         f"<p>{escape(control_line(tables.control).replace('`', ''))}</p>",
+        *(
+            f"<p class='loop-note'>{escape(note.replace('`', ''))}</p>"
+            for note in loop_notes(symptoms)
+        ),
         "<p class='muted'>Each mutant is judged seed by seed against the unmutated loop on the same "
         "seeds; a label is stable when it holds in at least 80% of seeds. Severity comes from the "
         "outcome only (status, the model's quality on the loop's held-out evaluation, a reported "
@@ -266,6 +270,8 @@ def _card(
 
 
 def _why(row: dict[str, Any], why: str) -> str:
+    if row.get("measured") == "unjudged":
+        return f"<p><strong>Unjudged:</strong> {escape(why)}</p>"
     return f"<p><strong>Why not {escape(_text(row.get('expected')))}:</strong> {escape(why)}</p>"
 
 

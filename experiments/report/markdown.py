@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from experiments.report.validity import validity_markdown
-from experiments.symptoms import NOOP, SEVERITY_ORDER
+from experiments.symptoms import (
+    HOW_TO_MEASURE,
+    MIN_SPREAD_SEEDS,
+    NOOP,
+    SEVERITY_ORDER,
+    UNJUDGED,
+    control_warnings,
+)
 from experiments.validity import is_valid
 
 if TYPE_CHECKING:
@@ -43,6 +50,11 @@ def render_symptoms_md(tables: CatalogTables) -> str:
         "that lies (`misleads`), extra time or memory; it is the worst level reached in at least",
         "half the seeds. The symptoms column says how you would notice. Expected is what the",
         "operator declares; where they differ, both stand and the last column says why.",
+        "`unjudged` is no verdict: nothing measured the model (no held-out evaluation, no",
+        "reported validation number: the curve cannot tell silent from degrades), the",
+        f"reference had fewer than {MIN_SPREAD_SEEDS} seeds (`too few seeds`), or the evidence also",
+        "shows on the unmutated control (`also in control`); the last column says which and",
+        "how to measure it. Unjudged rows are left out of the declared/measured agreement.",
         "`@partial` marks a label read from the trace of a run that did not finish.",
         "Measured `stillborn`, `equivalent` or `unreached`: the mutant is not the bug it claims",
         "and is left out of every statistic (Mutant validity, at the end).",
@@ -52,8 +64,12 @@ def render_symptoms_md(tables: CatalogTables) -> str:
     ]
     if symptoms.empty:
         return "\n".join([*lines, "No mutants were judged.", ""])
+    warnings = control_warnings(symptoms)
     for (loop, device), group in symptoms.groupby(["loop", "device"], sort=True):
-        lines += [f"## `{loop}` ({device})", "", _source_line(group), ""]
+        lines += [f"## `{loop}` ({device})", ""]
+        if (loop, device) in warnings:
+            lines += [f"**{warnings[(loop, device)]}**", ""]
+        lines += [_source_line(group), ""]
         lines.append(
             "| " + " | ".join(title for _, title in SYMPTOM_COLUMNS) + " | seeds | stopped |"
         )
@@ -83,6 +99,8 @@ def render_study_md(tables: CatalogTables) -> str:
     ]
     if symptoms.empty:
         return "\n".join([*lines, "No mutants were judged.", ""])
+    for (loop, device), warning in sorted(control_warnings(symptoms).items()):
+        lines += [f"**`{loop}` ({device}).** {warning}", ""]
     mutants = symptoms[symptoms["role"] == "mutant"]
     ordered = sorted(
         mutants.groupby("operator", sort=False),
@@ -100,17 +118,35 @@ def render_study_md(tables: CatalogTables) -> str:
     return "\n".join(lines)
 
 
+def loop_notes(symptoms: pd.DataFrame) -> list[str]:
+    """Per (loop, device): its control's warning, if any, then what measured its outcome
+    (what starts the loop's section; report.html, one table, lists them up front)."""
+    if symptoms.empty:
+        return []
+    warnings = control_warnings(symptoms)
+    return [
+        f"{loop} ({device}): "
+        + " ".join([warnings.get((loop, device), ""), _source_line(group)]).strip()
+        for (loop, device), group in symptoms.groupby(["loop", "device"], sort=True)
+    ]
+
+
 def _source_line(group: pd.DataFrame) -> str:
     sources = Counter(group.get("outcome_source", pd.Series(dtype=object)).dropna())
     if not sources:
         return "Outcome measured by: nothing (no run finished)."
     source = sources.most_common(1)[0][0]
-    caveat = (
-        ""
-        if source.startswith("held-out")
-        else " This loop names no held-out evaluation (`loop.holdout`), so a bug in the "
-        "script's own evaluation can make a broken model look fine."
-    )
+    if source.startswith("held-out"):
+        caveat = ""
+    elif source.startswith("nothing"):
+        caveat = (
+            " Rows the curve cannot settle are `unjudged`; to measure them, " + HOW_TO_MEASURE + "."
+        )
+    else:
+        caveat = (
+            " This loop names no held-out evaluation (`loop.holdout`), so a bug in the "
+            "script's own evaluation can make a broken model look fine."
+        )
     return f"Outcome measured by: {source}.{caveat}"
 
 
@@ -118,9 +154,12 @@ def _textbook_section(mutants: pd.DataFrame) -> list[str]:
     """Where a mutant's declared (textbook) severity does not hold on a loop, and why."""
     if "why" not in mutants:
         return []
-    # Mutants that are not their bug have their own section (symptoms.md, Mutant validity).
+    # Mutants that are not their bug have their own section (symptoms.md, Mutant validity);
+    # an unjudged row's "why" says what would measure it: no claim was tested there.
     valid = mutants["measured"].map(is_valid)
-    differs = mutants[(mutants["why"].fillna("").astype(str) != "") & valid]
+    differs = mutants[
+        (mutants["why"].fillna("").astype(str) != "") & valid & (mutants["measured"] != UNJUDGED)
+    ]
     if differs.empty:
         return []
     lines = [
@@ -216,7 +255,8 @@ def curve_sentence(row: dict[str, Any]) -> str:
     where = f" at `{row['site']}`" if row.get("site") else ""
     head = f"`{row['loop']}` ({row['variant']}{where}, {row['n_seeds']} seeds): "
     why = (
-        f" Why not {row['expected']}: {row['why']}."
+        f" {'Unjudged' if row['measured'] == UNJUDGED else 'Why not ' + str(row['expected'])}: "
+        f"{row['why']}."
         if _present(row.get("why")) and row.get("why")
         else ""
     )
@@ -241,6 +281,12 @@ def overview_line(tables: CatalogTables) -> str:
 
 
 def control_line(control: dict[str, Any]) -> str:
+    too_few = (control or {}).get("too_few_seeds") or []
+    if too_few and not control.get("noop_groups"):
+        return (
+            f"Control (`noop`): no false-positive rate: {', '.join(too_few)} had fewer than "
+            f"{MIN_SPREAD_SEEDS} reference seeds, so nothing was judged against a spread."
+        )
     if not control or not control.get("noop_groups"):
         return "Control (`noop`): no unmutated runs on spare seeds, so no false-positive rate."
     fired = ", ".join(f"{label} x{count}" for label, count in control["labels_fired"].items())
@@ -259,6 +305,11 @@ def control_line(control: dict[str, Any]) -> str:
         f"{control['noop_runs_labelled']} of {control['noop_runs']} runs carried a label "
         f"({_percent(control['run_fpr'])}, 95% CI {_interval(control.get('run_fpr_ci'))})"
         f"{': ' + fired if fired else ''}. Goal: <= 5%."
+        + (
+            f" Left out, with fewer than {MIN_SPREAD_SEEDS} reference seeds: {', '.join(too_few)}."
+            if too_few
+            else ""
+        )
     )
 
 

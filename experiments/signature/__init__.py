@@ -49,7 +49,10 @@ Feature reference (units in brackets):
   finish; ``val_metric_gap`` / ``val_loss_gap``: what the script reported minus the held-out
   value (about 0 for an honest evaluation on the same split); ``optimizer``: class name of
   the optimizer that trained the model; ``holdout_error``: why the held-out evaluation
-  could not run (text).
+  could not run (text); ``outcome_source``: where the run's outcome numbers came from,
+  ``holdout``, the origin of its reported validation numbers (``report`` for a
+  ``report(...)`` call, ``tensorboard``, ``wandb``, ``lightning``, ``logging``, ``stdout``,
+  ``pattern`` for captured ones) or ``none`` (text).
 - ``grad_norm_median``, ``grad_norm_max``, ``grad_norm_trend`` (slope of log10 grad norm
   [per 100 steps]), ``update_ratio_median`` (healthy ~1e-3).
 - ``optimizer_steps``, ``backward_calls``.
@@ -81,7 +84,12 @@ from experiments.signature.curve import (
     smoothing_window,
 )
 from experiments.signature.steps import cost_features, counter_features, step_features
-from experiments.signature.validation import holdout_features, reported_int, validation_features
+from experiments.signature.validation import (
+    holdout_features,
+    outcome_source,
+    reported_int,
+    validation_features,
+)
 from experiments.signature.values import Feature, Kinds, floats, span, split_by_kind
 
 __all__ = [
@@ -129,6 +137,7 @@ FEATURES = (
     "val_loss_gap",
     "optimizer",
     "holdout_error",
+    "outcome_source",
     "grad_norm_median",
     "grad_norm_max",
     "grad_norm_trend",
@@ -172,6 +181,7 @@ def signature_of(
     features["train_time_s"] = span(kinds.get(source, []))
     features.update(validation_features(reports, features["final_loss"], n_classes))
     features.update(holdout_features(kinds.get("holdout", []), features))
+    features["outcome_source"] = outcome_source(reports, features)
     features.update(step_features(kinds.get("step", [])))
     features.update(counter_features(kinds, result))
     features.update(cost_features(kinds, source))

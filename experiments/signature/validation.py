@@ -1,6 +1,12 @@
 """Features of the model's quality: what the script reported (``report`` records: val
 loss and metric, train/val gap, against chance) and the harness's held-out evaluation
-(``holdout`` record), with the gap between the two (a script that reports wrongly)."""
+(``holdout`` record), with the gap between the two (a script that reports wrongly), and
+where the run's outcome numbers came from (``outcome_source``).
+
+A ``report`` record comes from the script's ``report(...)`` call or is captured from what
+the script already logs; a captured one names its origin in ``source`` (``tensorboard``,
+``wandb``, ``lightning``, ``logging``, ``stdout``, ``pattern``), a call has none
+(``report``)."""
 
 from __future__ import annotations
 
@@ -64,6 +70,23 @@ def holdout_features(
         if isinstance(mine, int | float) and isinstance(true, int | float):
             out[gap] = float(mine) - float(true)
     return out
+
+
+def outcome_source(reports: list[dict[str, Any]], features: Mapping[str, Feature]) -> str:
+    """``holdout`` when the held-out evaluation measured the model, else the origin of the
+    reported val metric, else of the val loss (the order ``symptoms.outcome`` measures by:
+    ``report``, ``stdout``, ...; capture takes one series per field), else ``none``."""
+    if isinstance(features.get("holdout_metric"), int | float):
+        return "holdout"
+    for has_field in (
+        lambda report: _val_metric(report) is not None,
+        lambda report: report.get("val_loss") is not None,
+    ):
+        for report in reversed(reports):
+            if has_field(report):
+                source = report.get("source")
+                return source if isinstance(source, str) and source else "report"
+    return "none"
 
 
 def _val_metric(report: Mapping[str, Any]) -> float | None:

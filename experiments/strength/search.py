@@ -150,7 +150,8 @@ class Evaluator:
             outcome=str(row.get("outcome")),
             symptoms=symptoms,
             metric=float(metric) if metric is not None else None,
-            shows_outcome=measured != "silent" and is_valid(measured),
+            # unjudged is no verdict: it shows nothing (docs/truth.md).
+            shows_outcome=measured not in ("silent", "unjudged") and is_valid(measured),
             shows_symptom=bool(symptoms),
         )
 

@@ -12,6 +12,11 @@ suppress it, its check, and its description in plain words; ``docs/symptoms.md``
 Runs are grouped by (loop, device). Inside a group the *reference* is the unmutated loop
 (identity ``none``) on the seeds the mutant ran with; if fewer than two of those finished,
 all reference seeds of the group are used (``roles``: reference, noop control, mutants).
+No verdict without a measure: a finished run that nothing measured (no held-out evaluation,
+no reported validation number) is ``unjudged`` unless its curve proves a broken training;
+labels judged against the reference's spread need ``MIN_SPREAD_SEEDS`` reference runs
+(``too_few_seeds`` below that); labels the loop's noop control also shows are not evidence
+(``unjudged`` says why a row has no verdict and how to get one).
 Each seed of a mutant is judged on its own (``verdict``); over seeds a label's *fraction*
 is the share of seeds in which it fired (below 80%: unstable), and the mutant's *measured
 severity* is the worst level reached or exceeded in at least half of its seeds
@@ -26,7 +31,7 @@ seeds were enough is the sequential rule of ``sequential.py`` (adaptive seeds,
 docs/adaptive.md).
 """
 
-from experiments.symptoms.control import noop_false_positives, seed_sets
+from experiments.symptoms.control import control_warnings, noop_false_positives, seed_sets
 from experiments.symptoms.curve import SYMPTOMS
 from experiments.symptoms.explain import disagreement
 from experiments.symptoms.judge import Judgement, judge
@@ -34,6 +39,7 @@ from experiments.symptoms.outcome import OUTCOMES, STATUS_LABELS
 from experiments.symptoms.reference import (
     EFFECT_Z,
     JUDGED_FEATURES,
+    MIN_SPREAD_SEEDS,
     SPREAD_FLOORS,
     Reference,
     cliffs_delta,
@@ -53,6 +59,7 @@ from experiments.symptoms.seeds import (
     severity_median,
 )
 from experiments.symptoms.summary import symptom_columns
+from experiments.symptoms.unjudged import HOW_TO_MEASURE, unjudged_reason
 from experiments.symptoms.verdict import (
     RunVerdict,
     crash_before_training,
@@ -62,8 +69,11 @@ from experiments.symptoms.verdict import (
 )
 from experiments.symptoms.vocabulary import (
     LABELS,
+    MARKERS,
     PARTIAL,
     SEVERITY_ORDER,
+    TOO_FEW_SEEDS,
+    UNJUDGED,
     Label,
     axis_of,
     label_of,
@@ -72,8 +82,11 @@ from experiments.symptoms.vocabulary import (
 
 __all__ = [
     "EFFECT_Z",
+    "HOW_TO_MEASURE",
     "JUDGED_FEATURES",
     "LABELS",
+    "MARKERS",
+    "MIN_SPREAD_SEEDS",
     "NOOP",
     "OUTCOMES",
     "PARTIAL",
@@ -84,6 +97,8 @@ __all__ = [
     "STATUS_LABELS",
     "SUMMARY_FEATURES",
     "SYMPTOMS",
+    "TOO_FEW_SEEDS",
+    "UNJUDGED",
     "Judgement",
     "Label",
     "Reference",
@@ -92,6 +107,7 @@ __all__ = [
     "axis_of",
     "cliffs_delta",
     "cohens_d",
+    "control_warnings",
     "crash_before_training",
     "disagreement",
     "format_labels",
@@ -109,6 +125,7 @@ __all__ = [
     "severity_of",
     "spread_floor",
     "symptom_columns",
+    "unjudged_reason",
     "verdict",
     "wilson_interval",
 ]

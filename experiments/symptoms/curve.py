@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from experiments.symptoms.outcome import reported_better, same_loss_scale
 from experiments.symptoms.reference import EFFECT_Z, Reference, is_number
 from experiments.symptoms.vocabulary import Label, declare
 
@@ -124,6 +125,10 @@ def _overfits(run: Run, ref: Reference, context: Context) -> bool:
 
 
 def _too_good(run: Run, ref: Reference, context: Context) -> bool:
+    if context["quality"] in ("val_metric", "val_loss") and reported_better(
+        run, ref, context["quality"]
+    ):
+        return True  # only the script's own number measures the model, and it beats the reference's
     metric, ref_metric = run.get("val_metric_final"), ref.center("val_metric_final")
     better_metric = (
         ref_metric is not None
@@ -134,10 +139,8 @@ def _too_good(run: Run, ref: Reference, context: Context) -> bool:
     if context["scale_free"]:
         return better_metric
     loss, ref_loss = run.get("val_loss_final"), ref.center("val_loss_final")
-    init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
-    same_scale = is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
     lower_loss = (
-        same_scale
+        same_loss_scale(run, ref)
         and ref_loss is not None
         and ref_loss > 0
         and ref.below(run, "val_loss_final")

@@ -26,7 +26,11 @@ MECHANISMS = ("eval_mode_training", "grad_in_eval", "init_loss_off", "loss_floor
 def disagreement(row: Mapping[str, Any], expected: str | None) -> str:
     """Why ``row['measured']`` differs from ``expected``; empty when they agree."""
     measured = row.get("measured")
-    if not expected or measured in (expected, "invalid", None) or not is_valid(measured):
+    if (
+        not expected
+        or measured in (expected, "invalid", "unjudged", None)
+        or not is_valid(measured)
+    ):
         return ""
     fractions: dict[str, float] = json.loads(row.get("label_fractions") or "{}")
     quality = _quality(row)
@@ -65,10 +69,14 @@ def disagreement(row: Mapping[str, Any], expected: str | None) -> str:
 
 
 def _quality(row: Mapping[str, Any]) -> str:
-    for feature, title in (("holdout_metric", "held-out"), ("val_metric_final", "reported val")):
+    for feature, title in (
+        ("holdout_metric", "held-out metric"),
+        ("val_metric_final", "reported val metric"),
+        ("val_loss_final", "reported val loss"),
+    ):
         mine, ref = row.get(f"mutant_{feature}"), row.get(f"ref_{feature}")
         if is_number(mine) and is_number(ref):
-            return f"{title} metric {mine:.3f} vs reference {ref:.3f}"
+            return f"{title} {mine:.3f} vs reference {ref:.3f}"
     return ""
 
 

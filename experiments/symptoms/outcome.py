@@ -4,8 +4,10 @@
 - the model's quality against the reference's: ``worse_model``, ``model_at_chance``,
   measured by the loop's held-out evaluation (code the mutant cannot touch, run by the
   harness on the model the script trained) or, for a loop without one, by the val metric
-  the script reports itself (the mutant could have changed how that is computed: the
-  catalog shows which source was used);
+  the script reports itself, else its reported val loss (``report(...)`` or captured from
+  its logs; the mutant could have changed how they are computed: the catalog shows which
+  source was used). A reported loss is no measure for a mutant of the loss function (its
+  loss is on another scale). With no measure at all the run is ``unjudged`` (``verdict``);
 - a number that lies: training and model as the reference's, but the val loss or val
   metric the script reports moved (``val_loss_lies_high`` ...): ``misleads``;
 - extra cost: ``slower``, ``memory_growth``.
@@ -21,23 +23,52 @@ from experiments.symptoms.vocabulary import Label, declare
 
 Run = Mapping[str, Any]
 Context = Mapping[str, Any]
-QUALITY_FEATURE = {"holdout": "holdout_metric", "val_metric": "val_metric_final"}
+# Best first. A loss is better lower: ``_margins`` negates it, so one rule serves all three.
+QUALITY_FEATURE = {
+    "holdout": "holdout_metric",
+    "val_metric": "val_metric_final",
+    "val_loss": "val_loss_final",
+}
 # A change under this share of the reference's margin over chance is too small to matter,
 # however consistent over seeds.
 PRACTICAL_SHARE = 0.02
 LIE_RELATIVE = 0.2  # a val loss 20% off the truth is a number that misleads
 
 
-def quality_source(run: Run, ref: Reference) -> str | None:
-    """Which number measures the model: ``holdout``, ``val_metric`` or None."""
+def quality_source(run: Run, ref: Reference, *, scale_free: bool = False) -> str | None:
+    """Which number measures the model: ``holdout``, ``val_metric``, ``val_loss`` or None."""
     for source, feature in QUALITY_FEATURE.items():
+        if source == "val_loss" and scale_free:
+            continue  # the mutant's loss is on another scale: its val loss measures that
         if is_number(run.get(feature)) and ref.center(feature) is not None:
             return source
     return None
 
 
+def _worse_than_reference(run: Run, ref: Reference, source: str) -> bool:
+    feature = QUALITY_FEATURE[source]
+    return ref.above(run, feature) if source == "val_loss" else ref.below(run, feature)
+
+
+def _has_chance(run: Run, ref: Reference, source: str) -> bool:
+    if source == "val_loss":  # an untrained model's loss: the reference's first loss
+        untrained, center = ref.center("initial_loss"), ref.center("val_loss_final")
+        return untrained is not None and center is not None and untrained > center
+    return is_number(run.get("holdout_chance")) or is_number(run.get("val_metric_vs_chance"))
+
+
 def _margins(run: Run, ref: Reference, source: str) -> tuple[float, float, float] | None:
-    """(run's metric, reference's metric, reference's margin over chance)."""
+    """(run's metric, reference's metric, reference's margin over chance); a loss is
+    negated, and its chance level is the untrained model's (the reference's first loss)."""
+    if source == "val_loss":
+        loss, center = run.get("val_loss_final"), ref.center("val_loss_final")
+        untrained = ref.center("initial_loss")
+        if not is_number(loss) or center is None:
+            return None
+        # The first training loss is the untrained model's only on the val loss's scale: a
+        # script that divides its loss for gradient accumulation starts below its val loss.
+        margin = untrained - center if untrained is not None and untrained > center else 0.0
+        return -float(loss), -center, margin
     feature = QUALITY_FEATURE[source]
     metric, center = run.get(feature), ref.center(feature)
     if not is_number(metric) or center is None:
@@ -52,11 +83,10 @@ def _margins(run: Run, ref: Reference, source: str) -> tuple[float, float, float
 def _model_at_chance(run: Run, ref: Reference, context: Context) -> bool:
     source = context["quality"]
     found = _margins(run, ref, source) if source else None
-    if found is None or not ref.below(run, QUALITY_FEATURE[source]):
+    if found is None or not _worse_than_reference(run, ref, source):
         return False
     metric, center, margin = found
-    has_chance = is_number(run.get("holdout_chance")) or is_number(run.get("val_metric_vs_chance"))
-    if not has_chance or margin <= 0.05:
+    if not _has_chance(run, ref, source) or margin <= 0.05:
         return False
     return metric - (center - margin) < 0.1 * margin
 
@@ -64,10 +94,37 @@ def _model_at_chance(run: Run, ref: Reference, context: Context) -> bool:
 def _worse_model(run: Run, ref: Reference, context: Context) -> bool:
     source = context["quality"]
     found = _margins(run, ref, source) if source else None
-    if found is None or not ref.below(run, QUALITY_FEATURE[source]):
+    if found is None or not _worse_than_reference(run, ref, source):
         return False
     metric, center, margin = found
-    return center - metric > max(PRACTICAL_SHARE * abs(margin), 0.005)
+    return center - metric > _practical(margin, center)
+
+
+def reported_better(run: Run, ref: Reference, source: str) -> bool:
+    """The script's own number says the mutant's model beats the reference's, beyond its
+    spread and by a difference that matters: a bug rarely improves a model, and nothing
+    independent checks the number (``curve._too_good`` reads it as such)."""
+    found = _margins(run, ref, source)
+    feature = QUALITY_FEATURE[source]
+    better = ref.below(run, feature) if source == "val_loss" else ref.above(run, feature)
+    if found is None or not better:
+        return False
+    if source == "val_loss" and not same_loss_scale(run, ref):
+        return False  # a lower number of another loss function, not a better model
+    metric, center, margin = found
+    return metric - center > _practical(margin, center)
+
+
+def same_loss_scale(run: Run, ref: Reference) -> bool:
+    """The first training loss within 20% of the reference's: the same loss function."""
+    init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
+    return is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
+
+
+def _practical(margin: float, center: float) -> float:
+    """The smallest change of quality that matters: a share of the margin over chance, or
+    of the value itself where no chance level is known."""
+    return max(PRACTICAL_SHARE * abs(margin or center), 0.005)
 
 
 # Curve symptoms that mean training itself went differently from the reference's.
@@ -84,8 +141,7 @@ TRAINING_SYMPTOMS = (
 
 def _training_as_reference(run: Run, ref: Reference, context: Context) -> bool:
     """Same loss scale, same descent, no training symptom, same model: training unchanged."""
-    init, ref_init = run.get("initial_loss"), ref.center("initial_loss")
-    same_start = is_number(init) and bool(ref_init) and abs(init / ref_init - 1.0) <= 0.2
+    same_start = same_loss_scale(run, ref)
     ratio, ref_ratio = run.get("final_over_initial"), ref.center("final_over_initial")
     same_descent = (
         is_number(ratio)
@@ -118,7 +174,9 @@ def _metric_lie(direction: int):
 
 def _loss_lie(direction: int):
     def rule(run: Run, ref: Reference, context: Context) -> bool:
-        if not _training_as_reference(run, ref, context):
+        # When the reported loss is the only measure, a moved one is a worse (or better)
+        # model as far as anything can tell, never a lie.
+        if context["quality"] == "val_loss" or not _training_as_reference(run, ref, context):
             return False
         truth = ref.center("val_loss_final")
         # With a held-out loss, the reported loss is compared with the truth on the same
@@ -193,7 +251,7 @@ STATUS_LABELS = (
 OUTCOMES = (
     declare(Label("nan", "outcome", "breaks_training",
                   "the loss went non-finite: the model's weights are garbage",
-                  _nan, needs_finished_run=False,
+                  _nan, needs_finished_run=False, needs_spread=False,
                   hint="the loss becomes NaN or infinite")),
     declare(Label("model_at_chance", "outcome", "breaks_training",
                   "the trained model kept under 10% of the reference's margin over chance",

@@ -19,6 +19,10 @@ from scipy.stats import mannwhitneyu
 
 EFFECT_Z = 3.0
 MIN_SEEDS_FOR_TEST = 3
+# A spread from two runs has one degree of freedom: two seeds that happen to agree make
+# any third look like an effect (a 2-seed control measured d = -4.9 on an unmutated
+# script). Labels judged against the spread need this many finished reference runs.
+MIN_SPREAD_SEEDS = 3
 
 # (absolute floor, floor relative to |reference centre|) of a feature's reference spread.
 SPREAD_FLOORS: dict[str, tuple[float, float]] = {
@@ -65,6 +69,11 @@ class Reference:
     _stats: dict[str, tuple[float | None, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
+
+    @property
+    def has_spread(self) -> bool:
+        """Enough finished reference runs to judge an effect against their spread."""
+        return self.n_runs >= MIN_SPREAD_SEEDS
 
     def center(self, feature: str) -> float | None:
         return self._center_and_spread(feature)[0]

@@ -6,12 +6,13 @@ seeds, rather than from one run, belong here."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from experiments.symptoms.verdict import RunVerdict
-from experiments.symptoms.vocabulary import SEVERITY_ORDER, rank
+from experiments.symptoms.vocabulary import SEVERITY_ORDER, base_name, rank
 
 STABLE_FRACTION = 0.8
+ALSO_IN_CONTROL = "also in control"
 
 
 def label_fractions(labels_per_seed: list[list[str]]) -> dict[str, float]:
@@ -23,12 +24,23 @@ def label_fractions(labels_per_seed: list[list[str]]) -> dict[str, float]:
     return {label: count / total for label, count in counts.most_common()}
 
 
-def format_labels(fractions: Mapping[str, float], n_seeds: int, *, stable: bool) -> str:
-    """``no_learning 5/5, chance_val 5/5`` (stable) or the labels under 80% (unstable)."""
+def format_labels(
+    fractions: Mapping[str, float],
+    n_seeds: int,
+    *,
+    stable: bool,
+    control: Collection[str] = (),
+) -> str:
+    """``no_learning 5/5, worse_model 5/5`` (stable) or the labels under 80% (unstable); a
+    label the loop's noop control also shows (``control``: base names) is marked so."""
     chosen = [
         (label, share) for label, share in fractions.items() if (share >= STABLE_FRACTION) == stable
     ]
-    return ", ".join(f"{label} {round(share * n_seeds)}/{n_seeds}" for label, share in chosen)
+    return ", ".join(
+        f"{label} {round(share * n_seeds)}/{n_seeds}"
+        + (f" ({ALSO_IN_CONTROL})" if base_name(label) in control else "")
+        for label, share in chosen
+    )
 
 
 def measured_severity(runs: list[RunVerdict] | list[list[str]]) -> tuple[str, float]:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from experiments.symptoms.vocabulary import SEVERITY_ORDER, base_name, rank
+from experiments.symptoms.vocabulary import MARKERS, SEVERITY_ORDER, base_name, rank
 
 P0 = 0.2  # an indicator that is "off" still fires this often (noise, thresholds)
 P1 = 0.8  # an indicator that is "on" fires at least this often (STABLE_FRACTION)
@@ -44,7 +44,7 @@ MIN_SEEDS = 3
 MAX_SEEDS = 20
 # Severity levels that are indicators ("silent" is the complement of all of them).
 LEVELS = tuple(level for level in SEVERITY_ORDER if level != "silent")
-NOT_LABELS = ("silent", "invalid")
+NOT_LABELS = MARKERS
 
 
 def _steps() -> tuple[float, float, float, float]:

@@ -20,16 +20,26 @@ from experiments.symptoms.reference import (
     cohens_d,
     rank_tests,
 )
+from experiments.symptoms.roles import NOOP
 from experiments.symptoms.runtable import SUMMARY_FEATURES, RunTable
 from experiments.symptoms.seeds import format_labels, label_fractions, measured_severity
+from experiments.symptoms.unjudged import NO_MEASURE, TOO_FEW, unjudged_reason
 from experiments.symptoms.verdict import RunVerdict
-from experiments.symptoms.vocabulary import axis_of
+from experiments.symptoms.vocabulary import MARKERS, axis_of
 
 SOURCE_TITLES = {
     "holdout": "held-out evaluation",
-    "val_metric": "the script's own val metric (the mutant could change it)",
-    None: "the training curve (no quality measure)",
+    "val_metric": "the script's own val metric",
+    "val_loss": "the script's own val loss",
+    None: "nothing: the training curve only (no quality measure)",
 }
+
+
+def source_title(quality: str | None, logged_by: str | None) -> str:
+    """``the script's own val loss (stdout; the mutant could change it)``."""
+    if quality not in ("val_metric", "val_loss"):
+        return SOURCE_TITLES[quality]
+    return f"{SOURCE_TITLES[quality]} ({logged_by or 'report'}; the mutant could change it)"
 
 
 def symptom_columns() -> list[str]:
@@ -50,6 +60,7 @@ def symptom_columns() -> list[str]:
         "reference_seeds",
         "measured",
         "measured_share",
+        "unjudged_reason",
         "outcome",
         "outcome_source",
         "symptoms",
@@ -73,16 +84,34 @@ def mutant_row(
     ref: Reference,
     ref_positions: list[int],
     scale_free: bool,
+    control: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
+    """The row of one mutant (or of the noop control: ``control`` is then its own labels,
+    and it is ``silent`` by construction wherever a spread could judge it)."""
     first = table.records[members[0]]
     judged = [v for v in judged_runs if v.labels != ["invalid"]]
     fractions = label_fractions([v.labels for v in judged])
     measured, share = measured_severity(judged)
+    if first["role"] == NOOP and judged and ref.has_spread:
+        measured, share = "silent", 1.0
     sources = Counter(v.quality for v in judged if v.finished)
     source = sources.most_common(1)[0][0] if sources else None
     outcome = {k: v for k, v in fractions.items() if axis_of(k) == "outcome"}
-    curve = {k: v for k, v in fractions.items() if axis_of(k) != "outcome" and k != "silent"}
+    curve = {k: v for k, v in fractions.items() if axis_of(k) != "outcome" and k not in MARKERS}
     finished = [p for p, v in zip(members, judged_runs) if v.finished]
+    logged_by = Counter(
+        str(table.records[p].get("outcome_source") or "report") for p in finished
+    ).most_common(1)
+    reason = unjudged_reason(measured, judged, ref)
+    # What the outcome column says when no outcome label fired.
+    unmeasured = not any(v.quality for v in judged if v.finished)
+    nothing_fired = (
+        TOO_FEW
+        if reason.startswith(TOO_FEW)
+        else "not measured"
+        if reason.startswith(NO_MEASURE) or unmeasured
+        else "as reference"
+    )
     row: dict[str, Any] = {
         "loop": first["loop"],
         "device": first["device"],
@@ -100,10 +129,14 @@ def mutant_row(
         "reference_seeds": json.dumps(list(ref.seeds)),
         "measured": measured if judged else "invalid",
         "measured_share": share,
-        "outcome": format_labels(outcome, len(judged), stable=True) or "as reference",
-        "outcome_source": SOURCE_TITLES[source] if finished else "none (no run finished)",
-        "symptoms": format_labels(curve, len(judged), stable=True),
-        "unstable": format_labels(fractions, len(judged), stable=False),
+        "unjudged_reason": reason,
+        "outcome": format_labels(outcome, len(judged), stable=True, control=control)
+        or nothing_fired,
+        "outcome_source": source_title(source, logged_by[0][0] if logged_by else None)
+        if finished
+        else "none (no run finished)",
+        "symptoms": format_labels(curve, len(judged), stable=True, control=control),
+        "unstable": format_labels(fractions, len(judged), stable=False, control=control),
         "scale_free": scale_free,
         "label_fractions": json.dumps(fractions, sort_keys=True),
     }

@@ -1,6 +1,16 @@
 """One mutant run (one seed) judged against its reference: its status labels, then every
 declared label whose check fires (outcomes, costs, curve symptoms, lies), the labels a
-stronger one suppresses dropped, and labels read from a run cut short marked partial."""
+stronger one suppresses dropped, and labels read from a run cut short marked partial.
+
+No verdict without a measure (docs/truth.md): a run's severity counts only what was
+measured. With fewer than ``MIN_SPREAD_SEEDS`` finished reference runs no label that needs
+a spread is judged (the run's labels say ``too_few_seeds``, its severity is what its status
+proves, else ``unjudged``). A finished run with no quality measure is at least
+``unjudged`` (only a broken training or a status rises above it); so is one whose reported
+number is better than the reference can reach (``too_good``) where no held-out evaluation
+checks it. A label the loop's noop control also shows (``control``) sets no severity; where
+it alone would have set one, the run is ``unjudged``.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +23,21 @@ from experiments.symptoms.outcome import COSTS, LIES, OUTCOMES, quality_source
 from experiments.symptoms.reference import Reference, is_number
 from experiments.symptoms.vocabulary import (
     PARTIAL,
+    TOO_FEW_SEEDS,
+    UNJUDGED,
     axis_of,
     base_name,
     label_of,
     rank,
     severity_of,
+    worst,
 )
 
 # Exceptions that make a run invalid rather than a crash of the mutant.
 NOT_CRASHES = ("SyntaxError", "IndentationError", "TabError", "SystemExit", "ModuleNotFoundError")
 EARLY_STOP_STATUSES = ("crash", "timeout", "oom", "killed", "nan")
+# Quality measures the script itself computes (the mutant may have changed them).
+REPORTED = ("val_metric", "val_loss")
 
 
 def scale_changes(category: str | None) -> bool:
@@ -35,13 +50,28 @@ class RunVerdict:
     labels: list[str]
     quality: str | None  # which number measured the model (None: none did)
     finished: bool
+    # Base names of the labels the loop's noop control also shows: not evidence here.
+    control: frozenset[str] = frozenset()
 
     @property
     def severity(self) -> str:
-        """The worst level any of this run's labels sets."""
-        curve_is_outcome = self.finished and self.quality is None
-        levels = [severity_of(label, curve_is_outcome=curve_is_outcome) for label in self.labels]
-        return min(levels, key=rank) if levels else "silent"
+        """The worst level this run's evidence sets (see the module docstring)."""
+        measured = self.quality is not None
+        curve_is_outcome = self.finished and not measured
+
+        def level(label: str) -> str:
+            return severity_of(label, curve_is_outcome=curve_is_outcome)
+
+        counted = [label for label in self.labels if base_name(label) not in self.control]
+        levels = [level(label) for label in counted]
+        if curve_is_outcome:
+            levels.append(UNJUDGED)
+        if self.quality in REPORTED and "too_good" in counted:
+            levels.append(UNJUDGED)  # a reported number nothing checks, too good to trust
+        shown = [level(label) for label in self.labels if base_name(label) in self.control]
+        if rank(worst(shown)) < rank(worst(levels)):
+            levels.append(UNJUDGED)  # only the control's own labels speak here
+        return worst(levels)
 
 
 def judge_run(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = False) -> list[str]:
@@ -49,7 +79,13 @@ def judge_run(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = Fals
     return verdict(run, ref, scale_free=scale_free).labels
 
 
-def verdict(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = False) -> RunVerdict:
+def verdict(
+    run: Mapping[str, Any],
+    ref: Reference,
+    *,
+    scale_free: bool = False,
+    control: frozenset[str] = frozenset(),
+) -> RunVerdict:
     status = run.get("status")
     if status == "invalid":
         return RunVerdict([crash_before_training(run, ref) or "invalid"], None, False)
@@ -58,7 +94,7 @@ def verdict(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = False)
     # "final", "last half" and validation features of it are not comparable: only labels
     # that do not need a finished run are judged, and they are marked as partial.
     stopped = status in EARLY_STOP_STATUSES or is_number(run.get("first_nan_step"))
-    quality = None if stopped else quality_source(run, ref)
+    quality = None if stopped else quality_source(run, ref, scale_free=scale_free)
     context: dict[str, Any] = {
         "scale_free": scale_free,
         "quality": quality,
@@ -69,6 +105,8 @@ def verdict(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = False)
         for label in group:
             if stopped and label.needs_finished_run:
                 continue
+            if label.needs_spread and not ref.has_spread:
+                continue
             if label.check is not None and label.check(run, ref, context):
                 labels.append(label.name)
         labels = _unsuppressed(labels)
@@ -76,7 +114,9 @@ def verdict(run: Mapping[str, Any], ref: Reference, *, scale_free: bool = False)
         context["symptoms"] = [label for label in labels if axis_of(label) == "symptom"]
     if stopped:
         labels = [_mark_partial(label) for label in labels]
-    return RunVerdict(labels or ["silent"], quality, not stopped)
+    if not labels:
+        labels = [TOO_FEW_SEEDS if not ref.has_spread else "silent" if quality else UNJUDGED]
+    return RunVerdict(labels, quality, not stopped, control)
 
 
 def _unsuppressed(labels: list[str]) -> list[str]:

@@ -1,0 +1,59 @@
+"""The lines the printed summary says per loop about its verdicts: which source measured
+the loop's outcome, a control that is not silent, and the rows left ``unjudged`` with the
+way to measure them (docs/truth.md, "No verdict without a measure")."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from experiments.symptoms import HOW_TO_MEASURE, MIN_SPREAD_SEEDS, UNJUDGED, control_warnings
+from experiments.symptoms.unjudged import NO_MEASURE, REPORTED_BETTER, TOO_FEW
+
+
+def verdict_notes(symptoms: pd.DataFrame) -> list[str]:
+    """One line per loop (its outcome source, its control's warning), then one per loop
+    and reason for its unjudged mutants."""
+    if symptoms.empty or "outcome_source" not in symptoms:
+        return []
+    warnings = control_warnings(symptoms)
+    lines = []
+    for (loop, device), group in symptoms.groupby(["loop", "device"], sort=True):
+        sources = Counter(group["outcome_source"].dropna())
+        source = sources.most_common(1)[0][0] if sources else "nothing (no run finished)"
+        lines.append(f"{loop} ({device}): outcome measured by {source}")
+        if (loop, device) in warnings:
+            lines.append(f"{loop} ({device}): {warnings[(loop, device)]}")
+        mutants = group[(group["role"] == "mutant") & (group["measured"] == UNJUDGED)]
+        reasons = Counter(_reason_kind(str(reason)) for reason in mutants["unjudged_reason"])
+        for kind, count in sorted(reasons.items()):
+            lines.append(f"{loop} ({device}): {count} mutants unjudged, {_advice(kind)}")
+    return lines
+
+
+def _reason_kind(reason: str) -> str:
+    for kind in (TOO_FEW, NO_MEASURE):
+        if reason.startswith(kind):
+            return kind
+    if "control" in reason:
+        return "control"
+    return "better" if REPORTED_BETTER in reason else "other"
+
+
+def _advice(kind: str) -> str:
+    if kind == TOO_FEW:
+        return (
+            f"{TOO_FEW} (a label needs {MIN_SPREAD_SEEDS} reference seeds): run --seeds "
+            f"{MIN_SPREAD_SEEDS} or more"
+        )
+    if kind == NO_MEASURE:
+        return f"{NO_MEASURE} (the curve cannot tell silent from degrades): {HOW_TO_MEASURE}"
+    if kind == "control":
+        return "their evidence also shows on the unmutated control"
+    if kind == "better":
+        return (
+            "the script's own number says their model beats the reference's, and nothing "
+            "independent checks it: name a held-out evaluation (loop.holdout=module:function)"
+        )
+    return "see the why column of symptoms.md"

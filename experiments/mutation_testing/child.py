@@ -1,0 +1,149 @@
+"""One run of the test command under pytest, in its own process: a mutant or the baseline.
+
+Entered right after ``os.fork()`` in the warm parent (``run_forked``), or in a new
+interpreter (``python -m experiments.mutation_testing.child RUN_DIR``: the benchmark's
+"fresh process per mutant", and where fork is unsafe). Either way: its own process
+group, output to files, the run's private copy of the project as working directory and
+in place of the project's folder on ``sys.path``, the write guard of the harness, the
+mutant served by the harness's import hook compiled with reach probes (so an editable
+install of the project, which imports from the user's tree, still gets the mutant), and
+``pytest.main`` with the ``plugin.Observer``. The result goes to ``RUN_DIR/result.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+from experiments.harness import guard
+from experiments.harness.child import _die_with_parent, _redirect_output
+from experiments.mutation_testing import serve
+from experiments.mutation_testing.lines import COLLECT, LineRecorder
+from experiments.mutation_testing.plugin import Observer
+
+SPEC_FILE = "spec.json"
+RESULT_FILE = "result.json"
+SETUP_FAILED = 70
+SPAWNS = frozenset(
+    {"os.fork", "os.forkpty", "subprocess.Popen", "os.posix_spawn", "os.system", "os.exec"}
+)
+
+
+def run_forked(spec: dict[str, Any]) -> NoReturn:
+    """Body of a forked child; never returns into the parent's code."""
+    code = SETUP_FAILED
+    try:
+        os.setpgid(0, 0)  # the parent ends the whole group on timeout or Ctrl-C
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handlers
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _die_with_parent(spec["parent_pid"])
+        code = run(spec)
+    except BaseException:
+        import traceback
+
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def run(spec: dict[str, Any]) -> int:
+    run_dir = Path(spec["run_dir"])
+    _redirect_output(run_dir)
+    workdir, root = spec["workdir"], spec["root"]
+    os.chdir(workdir)
+    sys.path[:] = _private_path(sys.path, root, workdir, spec["cwd_on_path"])
+    sys.argv = ["pytest", *spec["pytest_args"]]
+    sys.pycache_prefix = spec["pycache"]  # shared by the session's runs, never the user's
+    sys.dont_write_bytecode = False
+    guard.install(workdir, protected=[root], allowed=[str(run_dir), spec["pycache"]])
+    aliases: dict[str, str] = {}
+    counters: list[int] = []
+    probed: set[int] = set()
+    mutant = spec.get("mutant")
+    if mutant:
+        counters, probed = serve.install(mutant)
+        aliases = {path: mutant["name"] for path in mutant["paths"]}
+    recorder = LineRecorder(spec["record"]) if spec.get("record") else None
+    spawned: set[str] = set()
+    if recorder is not None:
+        # Lines run in another process are not recorded: the baseline says so when a
+        # test or fixture starts one (plugins start some, e.g. ``git``, outside tests).
+        def watch(event: str, args: tuple) -> None:
+            if event in SPAWNS and recorder.context != COLLECT:
+                spawned.add(f"{recorder.context}: {event} {args[:2]!r}"[:300])
+
+        sys.addaudithook(watch)
+    observer = Observer(spec.get("selection"), aliases, recorder)
+    import pytest
+
+    started = time.perf_counter()
+    if recorder is not None:
+        recorder.start()
+    try:
+        exit_code = int(pytest.main(list(spec["pytest_args"]), plugins=[observer]))
+    finally:
+        if recorder is not None:
+            recorder.stop()
+    result = {
+        **observer.result(),
+        "exit": exit_code,
+        "wall_s": time.perf_counter() - started,
+        "reach": [count if index in probed else None for index, count in enumerate(counters)]
+        if mutant
+        else None,
+        "lines": recorder.as_json() if recorder is not None else None,
+        "spawned": sorted(spawned),
+    }
+    guard.uninstall()
+    _write_json(run_dir / RESULT_FILE, result)
+    return 0
+
+
+def _private_path(path: list[str], root: str, workdir: str, cwd_first: bool) -> list[str]:
+    """``sys.path`` with the project's folder (and folders in it) replaced by the private
+    copy's, so that test files and project modules are imported from the copy."""
+    real_root = os.path.realpath(root)
+    private = []
+    for entry in path:
+        real = os.path.realpath(entry or ".")
+        if real == real_root or real.startswith(real_root + os.sep):
+            entry = os.path.join(workdir, os.path.relpath(real, real_root))
+        private.append(entry)
+    if cwd_first:
+        private.insert(0, workdir)
+    return list(dict.fromkeys(private))
+
+
+def _write_json(path: Path, data: Any) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """A new interpreter: ``python -m experiments.mutation_testing.child RUN_DIR``."""
+    run_dir = Path((argv or sys.argv[1:])[0])
+    spec = json.loads((run_dir / SPEC_FILE).read_text(encoding="utf-8"))
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    code = SETUP_FAILED
+    try:
+        code = run(spec)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""A mutant's status from what its run left (Stryker's vocabulary, mutmut's meaning).
+
+``killed``: the command failed (``killed_by`` names the failing tests); ``survived``: it
+passed; ``timeout``: it was still running at its deadline; ``stillborn``: it failed with
+a Python-level error raised at a changed line that its operator does not declare
+(``experiments.stillborn``), so no test caught the bug it names; ``unreached``: the tests
+never executed the changed lines (by the baseline's per-test coverage, before any run,
+or by the mutant's reach probes, after it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from experiments.harness.reach import summary as reach_summary
+from experiments.mutation_testing.discovery import Job
+from experiments.stillborn import Raised, is_stillborn
+
+STATUSES = ("killed", "survived", "timeout", "stillborn", "unreached")
+SCORED = ("killed", "survived")
+
+
+@dataclass
+class Row:
+    """One line of ``mutants.csv`` (and of the cache)."""
+
+    identity: str
+    file: str
+    line: int
+    operator: str
+    category: str
+    status: str
+    killed_by: list[str] = field(default_factory=list)
+    tests_run: int | None = None  # None: every test the command collects
+    wall_s: float = 0.0
+    tests_s: float = 0.0  # the selected tests' own time (pytest's durations)
+    cpu_s: float = 0.0  # the run's CPU time, which a busy machine does not inflate
+    detail: str = ""
+    sha256: str = ""
+    cached: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def row_for(job: Job, status: str, **values: Any) -> Row:
+    return Row(
+        identity=job.identity,
+        file=job.target.name,
+        line=job.line,
+        operator="+".join(job.operator_labels),
+        category="+".join(dict.fromkeys(job.mutant.categories)),
+        status=status,
+        sha256=job.sha256,
+        **values,
+    )
+
+
+def classify(
+    job: Job,
+    exit_code: int | None,
+    result: dict[str, Any] | None,
+    tail: str,
+    trust_reach: bool = True,
+) -> tuple[str, list[str], str]:
+    """(status, killed_by, detail) of a finished run. ``exit_code`` None: timed out."""
+    if exit_code is None:
+        return "timeout", [], "still running at its deadline"
+    if result is None:
+        last = tail.strip().splitlines()[-1:] or [""]
+        return "killed", ["<the test process died>"], f"exit {exit_code} {last[0]}".strip()
+    reached = reach_summary(result.get("reach"))["reached"]
+    failed = list(result.get("failed") or [])
+    passed = int(result.get("exit", exit_code)) == 0
+    if reached is False and trust_reach:
+        if passed:
+            return "unreached", [], "the changed lines never ran"
+        note = "failed although the changed lines never ran: a flaky test?"
+        return "killed", failed, note
+    changed = {job.target.name: set(job.mutant.mutant_lines)}
+    for error in result.get("errors") or []:
+        raised = Raised(tuple(error["types"]), error["message"], tuple(map(tuple, error["frames"])))
+        if is_stillborn(raised, changed, job.declares_crash):
+            line = next(line for path, line in reversed(raised.frames) if path in changed)
+            return "stillborn", [], f"{raised.name} at line {line}: {raised.message}"[:300]
+    if passed:
+        return "survived", [], ""
+    return "killed", failed or [f"<exit status {result.get('exit', exit_code)}>"], ""

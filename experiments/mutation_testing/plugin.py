@@ -1,0 +1,113 @@
+"""The pytest plugin of every mutant's run: which tests ran, which failed and why.
+
+It keeps only the tests a mutant needs (``selection``, by node id) and reports each
+failure with its exception (``experiments.stillborn.Raised``), the failed test ids (the
+"killed by" column) and each test's time. In the baseline it also drives the line
+recorder's contexts (``lines``). ``child`` passes an ``Observer`` to ``pytest.main``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+import pytest
+
+from experiments.mutation_testing.lines import FIXTURE, LineRecorder
+from experiments.stillborn import from_exception
+
+COLLECTION = "<collection>"  # the id of a failure outside any test
+
+
+class Observer:
+    def __init__(
+        self,
+        selection: list[str] | None = None,
+        aliases: Mapping[str, str] | None = None,
+        recorder: LineRecorder | None = None,
+    ) -> None:
+        self.selection = None if selection is None else set(selection)
+        self.aliases = {os.path.realpath(path): name for path, name in (aliases or {}).items()}
+        self.recorder = recorder
+        self.items: list[dict[str, Any]] = []
+        self.failed: list[str] = []
+        self.errors: list[dict[str, Any]] = []
+        self.durations: dict[str, float] = {}
+        self.deselected = 0
+        self.plugins: list[str] = []
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # The plugins pytest found through entry points: later runs name them with ``-p``
+        # instead of scanning every installed distribution again (``runs``).
+        self.plugins = sorted(
+            {
+                plugin.__name__
+                for plugin, _dist in config.pluginmanager.list_plugin_distinfo()
+                if isinstance(getattr(plugin, "__name__", None), str)
+            }
+        )
+
+    def _file(self, path: str) -> str:
+        return self.aliases.get(os.path.realpath(path), path)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+        if self.selection is not None:
+            kept = [item for item in items if item.nodeid in self.selection]
+            dropped = [item for item in items if item.nodeid not in self.selection]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+                self.deselected = len(dropped)
+            items[:] = kept
+        self.items = [
+            {"id": item.nodeid, "fixtures": sorted(getattr(item, "fixturenames", ()))}
+            for item in items
+        ]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
+        if self.recorder is None:
+            return (yield)
+        self.recorder.enter(item.nodeid)
+        try:
+            return (yield)
+        finally:
+            self.recorder.leave()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any):
+        wide = self.recorder is not None and fixturedef.scope != "function"
+        if wide:
+            self.recorder.enter(FIXTURE + fixturedef.argname)
+        try:
+            return (yield)
+        finally:
+            if wide:
+                self.recorder.leave()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+        if report.failed and report.nodeid not in self.failed:
+            self.failed.append(report.nodeid)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.failed.append(f"{COLLECTION}:{report.nodeid}")
+
+    def pytest_exception_interact(self, node: Any, call: Any, report: Any) -> None:
+        if call.excinfo is None:
+            return
+        raised = from_exception(call.excinfo.value, self._file)
+        self.errors.append({"id": node.nodeid, **asdict(raised)})
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "items": self.items,
+            "failed": self.failed,
+            "errors": self.errors,
+            "durations": self.durations,
+            "deselected": self.deselected,
+            "plugins": self.plugins,
+        }

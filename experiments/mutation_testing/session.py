@@ -1,0 +1,173 @@
+"""One ``trainwreck test`` session: baseline, then every mutant not already known.
+
+Order: the mutants are found first (a bad ``--mutate`` fails before anything runs); the
+cache answers what it can; the baseline runs (or comes from the cache) only when some
+mutant must run; mutants that no test executed are ``unreached`` without a run; the rest
+run ``workers`` at a time, each result written to the cache as it arrives. A mutant's
+deadline: ``timeout_factor`` times the baseline's time for the tests it runs (collection
+included), plus ``TIMEOUT_SLACK_S``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.harness import reaper, workdir
+from experiments.mutation_testing import baseline as baseline_run
+from experiments.mutation_testing import cache as caching
+from experiments.mutation_testing import runs
+from experiments.mutation_testing.command import Command
+from experiments.mutation_testing.discovery import Job, Target
+from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
+from experiments.mutation_testing.outcome import Row, classify, row_for
+from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
+
+TIMEOUT_SLACK_S = 5.0
+
+
+@dataclass
+class Options:
+    root: Path
+    out: Path
+    command: Command
+    workers: int = 1
+    timeout_factor: float = 4.0
+    fresh: bool = False  # a new interpreter per mutant (the benchmark's comparison)
+    select_tests: bool = True  # False: every mutant runs every test
+
+
+@dataclass
+class Outcome:
+    rows: list[Row]
+    baseline: dict[str, Any] | None
+    ran: int = 0
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def run(
+    options: Options,
+    targets: list[Target],
+    jobs: Sequence[Job],
+    progress: Callable[[Row, int, int], None] | None = None,
+) -> Outcome:
+    started = time.monotonic()
+    env = caching.environment(options.root, [options.out])
+    settings = [options.command.argv, options.timeout_factor, options.select_tests]
+    store = caching.Cache(options.out / "cache")
+    keys = {job.identity: caching.key(job.sha256, job.identity, settings, env) for job in jobs}
+    rows: dict[str, Row] = {}
+    for job in jobs:
+        known = store.get(keys[job.identity])
+        if known is not None:
+            rows[job.identity] = Row(**{**known, "cached": True})
+    todo = [job for job in jobs if job.identity not in rows]
+    outcome = Outcome([], None)
+    if todo:
+        fresh = options.fresh or not fork_is_safe()
+        if options.command.is_pytest and not fresh:
+            with loading():
+                warm()
+        scratch = Path(tempfile.mkdtemp(prefix="trainwreck-test-"))
+        setting = runs.Setting(options.root, options.out, scratch, options.command, fresh)
+        pool = Pool(options.workers)
+        try:
+            with reaper.subreaper():
+                # Lines are recorded for the mutated files only: a session mutating
+                # another file needs its own baseline.
+                names = sorted(target.name for target in targets)
+                base_key = caching.key("baseline", options.command.argv, names, env)
+                base = store.baseline(base_key)
+                if base is None:
+                    base = baseline_run.run(setting, pool, targets)
+                    store.put_baseline(base_key, base)
+                outcome.baseline = base
+                if base.get("spawned"):
+                    outcome.notes.append(
+                        "the tests start processes (" + ", ".join(base["spawned"]) + "): lines "
+                        "run there are not seen, so every mutant ran every test"
+                    )
+                for row in _run_all(options, setting, pool, base, todo):
+                    rows[row.identity] = row
+                    store.put(keys[row.identity], {**row.as_dict(), "cached": False})
+                    outcome.ran += row.wall_s > 0  # unreached by coverage: no run
+                    if progress:
+                        progress(row, len(rows), len(jobs))
+        finally:
+            pool.close()
+            store.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+    outcome.rows = [rows[job.identity] for job in jobs]
+    outcome.wall_s = time.monotonic() - started
+    return outcome
+
+
+def _run_all(
+    options: Options, setting: runs.Setting, pool: Pool, base: dict[str, Any], jobs: list[Job]
+) -> Iterator[Row]:
+    pending: list[tuple[Job, Selection]] = []
+    for job in jobs:
+        chosen = select(job, base) if options.select_tests else Selection(EVERY_TEST, "all")
+        if chosen.tests == []:
+            yield row_for(job, "unreached", tests_run=0, detail=chosen.why)
+        else:
+            pending.append((job, chosen))
+    started: dict[int, tuple[Job, Selection, runs.Prepared]] = {}
+    try:
+        yield from _run_pending(options, setting, pool, base, pending, started)
+    finally:  # interrupted: the private copies of runs that never ended go too
+        for _job, _chosen, prepared in started.values():
+            workdir.remove(prepared.workdir)
+
+
+def _run_pending(
+    options: Options,
+    setting: runs.Setting,
+    pool: Pool,
+    base: dict[str, Any],
+    pending: list[tuple[Job, Selection]],
+    started: dict[int, tuple[Job, Selection, runs.Prepared]],
+) -> Iterator[Row]:
+    durations: dict[str, float] = base.get("durations") or {}
+    overhead = max(0.0, base["wall_s"] - sum(durations.values()))
+    trust_reach = not base.get("spawned")
+    number = 0
+    while pending or started:
+        while pending and not pool.full:
+            job, chosen = pending.pop(0)
+            number += 1
+            prepared = runs.prepare(setting, number, job)
+            own = sum(durations.get(test, 0.0) for test in chosen.tests or durations)
+            timeout = options.timeout_factor * (overhead + own) + TIMEOUT_SLACK_S
+            runs.start(
+                setting, pool, number, timeout, prepared, job, chosen.tests, None,
+                base.get("plugins"),
+            )  # fmt: skip
+            started[number] = (job, chosen, prepared)
+        for finished in pool.wait():
+            job, chosen, prepared = started.pop(finished.key)
+            result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
+            status, killed_by, detail = classify(job, finished.exit_code, result, tail, trust_reach)
+            ran = (result or {}).get("durations") or {}
+            yield row_for(
+                job,
+                status,
+                killed_by=killed_by,
+                tests_run=len(ran) if result and setting.command.is_pytest else None,
+                wall_s=round(finished.wall_s, 3),
+                tests_s=round(sum(ran.values()), 3),
+                cpu_s=round(finished.cpu_s, 3),
+                detail=detail,
+            )
+        reaper.end_adopted({run.pid for run in pool.running.values()})
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)

@@ -1,0 +1,1 @@
+"""A tiny classifier with its training code and its own tests."""

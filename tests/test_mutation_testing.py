@@ -1,0 +1,313 @@
+"""``trainwreck test``'s parts, one at a time: the stillborn rule, commands, ``--since``,
+line recording and test selection, the cache, the status rules and the report.
+The whole command on a fixture project: ``test_mutation_testing_project.py``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from experiments.cli_support import UserError
+from experiments.mutation_testing import cache, command, discovery, lines, outcome, report
+from experiments.mutation_testing.cli import parse_operators, split_command
+from experiments.mutation_testing.selection import select
+from experiments.mutation_testing.since import changed_lines
+from experiments.stillborn import Raised, declares_crash, from_exception, is_stillborn
+
+# -- the stillborn rule -------------------------------------------------------------------
+
+
+def _raised(kind: str, message: str, *frames: tuple[str, int]) -> Raised:
+    return Raised((kind, "Exception"), message, frames)
+
+
+def test_name_error_at_a_changed_line_is_stillborn() -> None:
+    raised = _raised("NameError", "name 'lr' is not defined", ("test_x.py", 3), ("train.py", 12))
+    assert is_stillborn(raised, {"train.py": {12}}, declares_crash=False)
+
+
+def test_an_error_at_another_line_or_declared_or_numeric_is_not() -> None:
+    changed = {"train.py": {12}}
+    elsewhere = _raised("NameError", "x", ("train.py", 12), ("train.py", 30))
+    assert not is_stillborn(elsewhere, changed, declares_crash=False)
+    declared = _raised("NameError", "x", ("train.py", 12))
+    assert not is_stillborn(declared, changed, declares_crash=True)
+    shape = _raised("RuntimeError", "mat1 and mat2 shapes cannot be multiplied", ("train.py", 12))
+    assert not is_stillborn(shape, changed, declares_crash=False)
+
+
+def test_type_errors_count_only_for_the_calls_shape() -> None:
+    changed = {"train.py": {5}}
+    # The deepest frame of the mutated file is the changed line; torch raised below it.
+    keyword = _raised(
+        "TypeError",
+        "forward() got an unexpected keyword argument 'reduction'",
+        ("train.py", 5),
+        ("torch/nn/modules/module.py", 1750),
+    )
+    assert is_stillborn(keyword, changed, declares_crash=False)
+    operand = _raised("TypeError", "unsupported operand type(s) for *: 'float'", ("train.py", 5))
+    assert not is_stillborn(operand, changed, declares_crash=False)
+
+
+def test_from_exception_follows_the_cause_and_maps_files() -> None:
+    def inner() -> None:
+        raise ImportError("cannot import name 'MLPX'")
+
+    try:
+        try:
+            inner()
+        except ImportError as error:
+            raise RuntimeError("collection failed") from error
+    except RuntimeError as outer:
+        raised = from_exception(outer, lambda path: "here.py" if path == __file__ else path)
+    assert raised.name == "ImportError" and "ImportError" in raised.types
+    assert raised.frames[-1][0] == "here.py"
+    assert raised.frames[-1][1] == inner.__code__.co_firstlineno + 1
+    syntax = from_exception(SyntaxError("bad", ("m.py", 7, 1, "x x")))
+    assert syntax.frames[-1] == ("m.py", 7)
+
+
+def test_declares_crash_reads_the_operators_expected_severity() -> None:
+    from mutations.registry import get_operator
+
+    assert declares_crash([get_operator("swap_loss_arguments")])
+    assert not declares_crash([get_operator("drop_zero_grad")])
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def test_commands_are_recognised_as_pytest_or_run_as_they_are() -> None:
+    default = command.parse([])
+    assert default.argv == command.DEFAULT and default.pytest_args == ("-x", "-q")
+    assert default.cwd_on_path
+    script = command.parse(["pytest", "-q", "tests/"])
+    assert script.pytest_args == ("-q", "tests/") and not script.cwd_on_path
+    other = command.parse(["make", "test"])
+    assert not other.is_pytest and other.text() == "make test"
+    assert split_command(["--mutate", "a.py", "--", "pytest", "--", "x"]) == (
+        ["--mutate", "a.py"],
+        ["pytest", "--", "x"],
+    )
+
+
+def test_operators_split_on_commas_and_keep_parameters() -> None:
+    names = [op.label for op in parse_operators(["scale_lr:factor=0.01,drop_zero_grad"])]
+    assert names == ["scale_lr(factor=0.01)", "drop_zero_grad"]
+    with pytest.raises(UserError, match="unknown operator 'drop_zero_gard'"):
+        parse_operators(["drop_zero_gard"])
+
+
+# -- --since -------------------------------------------------------------------------------
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_since_gives_changed_lines_and_whole_new_files(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "a.py")
+    _git(tmp_path, "commit", "-qm", "first")
+    (tmp_path / "a.py").write_text("x = 1\ny = 20\nz = 3\nw = 4\n")
+    (tmp_path / "b.py").write_text("new = True\n")
+    found = changed_lines(tmp_path, "HEAD", [tmp_path / "a.py", tmp_path / "b.py"])
+    assert found[tmp_path / "a.py"] == {2, 4}
+    assert found[tmp_path / "b.py"] is None  # not in the commit: every line
+    with pytest.raises(UserError, match="no such commit"):
+        changed_lines(tmp_path, "nope", [tmp_path / "a.py"])
+
+
+# -- which test ran which line ---------------------------------------------------------------
+
+SOURCE = textwrap.dedent(
+    """\
+    import functools
+
+
+    @functools.lru_cache
+    def cached(x):
+        return x + 1
+
+
+    def plain(x):
+        y = x * 2
+        return y
+    """
+)
+
+
+def test_spans_map_headers_to_bodies_and_lines_to_statements() -> None:
+    found = lines.spans(SOURCE, [4, 5, 10, 2])
+    assert found[0] == range(6, 7)  # the decorator: the function's body ran
+    assert found[1] == range(6, 7)  # the def line too
+    assert found[2] == range(10, 11)
+    assert found[3] == range(0)  # a blank line: nothing proves it ran
+
+
+def test_recorder_attributes_lines_to_the_current_context(tmp_path: Path) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text(SOURCE)
+    namespace: dict = {}
+    recorder = lines.LineRecorder([str(module)])
+    recorder.start()
+    try:
+        exec(compile(SOURCE, str(module), "exec"), namespace)
+        recorder.enter("test_a")
+        namespace["plain"](1)
+        recorder.leave()
+        recorder.enter("test_b")
+        namespace["cached"](1)
+        recorder.leave()
+    finally:
+        recorder.stop()
+    hits = recorder.as_json()
+    path = str(module.resolve())
+    assert hits["test_a"][path] == [10, 11]
+    assert hits["test_b"][path] == [6]
+    assert 9 in hits[lines.COLLECT][path]  # the def statement ran at import
+
+
+def _job(source: str, operator: str = "drop_zero_grad") -> discovery.Job:
+    from mutations.registry import get_operator
+
+    target = discovery.Target("train.py", "/nowhere/train.py", source)
+    return discovery.jobs([target], [get_operator(operator)])[0]
+
+
+TRAIN = textwrap.dedent(
+    """\
+    def step(model, optimizer, loss):
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    """
+)
+
+
+def test_selection_takes_the_tests_that_ran_the_line_and_fixture_users() -> None:
+    job = _job(TRAIN)
+    items = [
+        {"id": "t::a", "fixtures": []},
+        {"id": "t::b", "fixtures": ["trained"]},
+        {"id": "t::c", "fixtures": []},
+    ]
+    base = {"items": items, "lines": {"t::a": {"train.py": [2]}, "t::c": {"train.py": [9]}}}
+    assert select(job, base).tests == ["t::a"]
+    base["lines"]["fixture:trained"] = {"train.py": [2, 3]}
+    assert select(job, base).tests == ["t::a", "t::b"]
+    assert select(job, {"items": items, "lines": {"t::c": {"train.py": [3]}}}).tests == []
+    imported = {"items": items, "lines": {lines.COLLECT: {"train.py": [2]}}}
+    assert select(job, imported).tests is None  # run at import: every test
+    spawning = {**base, "spawned": ["t::a: subprocess.Popen"]}
+    assert select(job, spawning).tests is None
+    assert select(job, {"items": items, "lines": None}).tests is None
+
+
+# -- status, cache, report ----------------------------------------------------------------
+
+
+def test_status_rules() -> None:
+    job = _job(TRAIN)
+    assert outcome.classify(job, None, None, "")[0] == "timeout"
+    passed = {"exit": 0, "failed": [], "errors": [], "reach": [3]}
+    assert outcome.classify(job, 0, passed, "")[0] == "survived"
+    assert outcome.classify(job, 0, {**passed, "reach": [0]}, "")[0] == "unreached"
+    assert outcome.classify(job, 0, {**passed, "reach": [0]}, "", trust_reach=False)[0] == (
+        "survived"
+    )
+    failed = {**passed, "exit": 1, "failed": ["t::a"]}
+    assert outcome.classify(job, 0, failed, "")[:2] == ("killed", ["t::a"])
+    line = job.mutant.mutant_lines[0]
+    error = {"types": ["NameError"], "message": "x", "frames": [["train.py", line]]}
+    status, _, detail = outcome.classify(job, 0, {**failed, "errors": [error]}, "")
+    assert status == "stillborn" and f"line {line}" in detail
+    died = outcome.classify(job, -9, None, "Segmentation fault")
+    assert died[0] == "killed" and "-9" in died[2]
+
+
+def test_cache_survives_a_torn_line(tmp_path: Path) -> None:
+    store = cache.Cache(tmp_path)
+    store.put("k1", {"status": "killed"})
+    store.close()
+    with open(tmp_path / cache.RESULTS, "a") as handle:
+        handle.write('{"key": "k2", "row": {"sta')  # interrupted mid-write
+    store = cache.Cache(tmp_path)
+    assert store.get("k1") == {"status": "killed"} and store.get("k2") is None
+    store.put("k3", {"status": "survived"})
+    store.close()
+    again = cache.Cache(tmp_path)
+    assert again.get("k3") == {"status": "survived"} and again.get("k1") is not None
+
+
+def test_project_digest_changes_with_any_file_but_not_the_results(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "results").mkdir()
+    before = cache.environment(tmp_path, [tmp_path / "results"])["project"]
+    (tmp_path / "results" / "r.csv").write_text("new")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "a.pyc").write_bytes(b"x")
+    assert cache.environment(tmp_path, [tmp_path / "results"])["project"] == before
+    (tmp_path / "data.txt").write_text("changed data")
+    assert cache.environment(tmp_path, [tmp_path / "results"])["project"] != before
+
+
+def test_score_is_killed_over_killed_and_survived_and_absent_without_them() -> None:
+    job = _job(TRAIN)
+    rows = [
+        outcome.row_for(job, "killed", killed_by=["t::a", "t::b"]),
+        outcome.row_for(job, "survived"),
+        outcome.row_for(job, "stillborn"),
+        outcome.row_for(job, "unreached"),
+    ]
+    assert report.score(rows) == 0.5
+    assert report.summary_line(rows).startswith("mutation score: 1/2 (50.0%); killed 1")
+    assert report.summary_line(rows[2:]).startswith("mutation score: n/a")
+    assert "t::a;t::b" in report.csv_text(rows)
+    assert report.table(rows, "operator")[1] == ["drop_zero_grad", "1", "1", "0", "1", "1", "1/2"]
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mutate", "missing.py"], "--mutate missing.py: no such file"),
+        (["--mutate", "/etc/hostname"], "outside the project folder"),
+        (["--mutate", "a.py", "--workers", "0"], "--workers must be at least 1"),
+        (["--mutate", "a.py", "--fail-under", "120"], "percentage from 0 to 100"),
+        (["--mutate", "a.py", "--operators", "nope"], "unknown operator 'nope'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, argv: list[str], message: str) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "test", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.py"]  # nothing written
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
