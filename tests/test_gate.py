@@ -53,6 +53,9 @@ REJECTED = {
         ("drop_train_mode", 59, NON_SITE),
         ("eval_mode_before_training", 59, NON_SITE),
         ("drop_no_grad", 62, NON_SITE),
+        # Its one caller already runs under no_grad (line 62): deleting either switch alone
+        # changes nothing, so neither is a first-order site (issue 22, corpus branch).
+        ("drop_no_grad", 37, NON_SITE),
     },
     "full_batch_logreg.py": {
         ("change_batch_size", 13, NON_SITE),
@@ -65,7 +68,7 @@ KEPT = {
     "gelu_mlp.py": {("drop_activation", 24)},
     "reinforce.py": {("drop_input_normalization", 25)},
     "loss_module_names.py": {("reduction_sum", 8), ("reduction_sum", 9)},
-    "rnn_step_function.py": {("optimizer_partial_params", 56), ("drop_no_grad", 37)},
+    "rnn_step_function.py": {("optimizer_partial_params", 56)},
     "full_batch_logreg.py": {("change_batch_size(factor=0.125)", 13)},
 }
 
