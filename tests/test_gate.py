@@ -231,6 +231,29 @@ def test_unbound_name_rejects_removing_the_only_binding_still_read():
     assert len(_checked(bound_twice, DropAssignment())[0]) == 2
 
 
+class RenameImport(Swap):
+    """Bug: imports another name. Impact: none. Fix: none. Check: none."""
+
+    name = "test_rename_import"
+    category = "numerics"
+    summary = "imports another name"
+    expected = "silent"
+    node_types = (cst.ImportAlias,)
+
+    def swap(self, node, ctx):
+        if not (isinstance(node.name, cst.Name) and node.name.value == "MLP"):
+            return None
+        return node.with_changes(name=cst.Name("MLPX"), asname=cst.AsName(name=cst.Name("MLP")))
+
+
+def test_an_imported_name_is_no_variable_read():
+    """``from m import MLPX as MLP`` reads no unbound name ``MLPX``: an imported name is an
+    attribute of the module (whether ``m`` has it, only running it tells: a stillborn run)."""
+    source = "from model import MLP\n\nnet = MLP()\n"
+    sites, rejected = _checked(source, RenameImport())
+    assert len(sites) == 1 and rejected == []
+
+
 def test_call_keyword_rejects_a_loss_module_call_and_accepts_what_forward_takes():
     built = "import torch.nn as nn\ncriterion = nn.MSELoss()\nloss = criterion(p, y)\n"
     sites, rejected = _checked(built, AddReduction())
