@@ -345,7 +345,7 @@ def probe_cost(loops: list[str], repeats: int) -> list[str]:
         plain, probed, hits, steps = [], [], 0, 0
         for _ in range(repeats):
             plain.append(_exec_timed(path, compile(source, str(path), "exec"))[0])
-            counters = reach.install_counters(1)
+            counters, _ = reach.install(1)  # with the evaluation check, as in a run
             code, _ = reach.compile_probed(source, str(path), everything)
             seconds, steps = _exec_timed(path, code)
             probed.append(seconds)

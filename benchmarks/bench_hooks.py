@@ -10,6 +10,11 @@ step with ``zero_grad`` and ``loss.item()``. CPU time (``process_time``) of bloc
 calls, the minimum over ``--repeats`` alternating blocks: on a machine shared with other
 work the minimum is the cost with the least interference. The writer's share is inside
 the calls that queue records (a flush every 256 records, amortised).
+
+Then a reach probe per hit (``experiments/harness/reach.py``): a statement run in a loop
+with its probe and without, the difference per execution: the counter alone (the probe
+before issue 23's evaluation counter), and the whole probe with autograd on (training),
+off outside a module forward (counted as evaluation) and off inside one (not counted).
 """
 
 from __future__ import annotations
@@ -100,6 +105,68 @@ def pieces() -> dict[str, Callable[[], float]]:
     }
 
 
+PROBE_BLOCK = 20000
+PROBE_SOURCE = "def run(n):\n    for _ in range(n):\n        x = 1\n"
+COUNTER_ONLY = (
+    "def run(n):\n    for _ in range(n):\n        __trainwreck_reach__[0] += 1\n        x = 1\n"
+)
+
+
+def probe_hits(repeats: int) -> list[str]:
+    """Nanoseconds per probe hit over the unprobed statement, minimum over ``repeats``."""
+    from experiments.harness import reach
+    from experiments.harness.forwards import Forwards
+
+    def timer(source: str, probed: bool = False) -> Callable[[], float]:
+        if probed:
+            code, _ = reach.compile_probed(source, "probe.py", [{"start": 3, "end": 3}])
+        else:
+            code = compile(source, "probe.py", "exec")
+        namespace: dict = {}
+        exec(code, namespace)
+        run = namespace["run"]
+
+        def timed() -> float:
+            start = time.process_time()
+            run(PROBE_BLOCK)
+            return (time.process_time() - start) / PROBE_BLOCK
+
+        return timed
+
+    _counters, evaluating = reach.install(1)
+    forwards = Forwards()
+    evaluating.forwards = forwards
+    plain, counter, probe = timer(PROBE_SOURCE), timer(COUNTER_ONLY), timer(PROBE_SOURCE, True)
+
+    def inside_forward() -> float:
+        forwards._depth = 1
+        try:
+            return probe()
+        finally:
+            forwards._depth = 0
+
+    def without_grad(measure: Callable[[], float]) -> Callable[[], float]:
+        def timed() -> float:
+            with torch.no_grad():
+                return measure()
+
+        return timed
+
+    cases = {
+        "counter alone (the probe before the evaluation counter)": counter,
+        "probe, autograd on (training)": probe,
+        "probe, autograd off outside a forward (counted as evaluation)": without_grad(probe),
+        "probe, autograd off inside a forward (checked, not counted)": without_grad(inside_forward),
+    }
+    base = min(plain() for _ in range(repeats))
+    lines = ["| probe hit | per hit |", "| --- | --- |"]
+    for name, measure in cases.items():
+        lines.append(f"| {name} | {(min(measure() for _ in range(repeats)) - base) * 1e9:.0f} ns |")
+    hits = evaluating.counts[0]
+    assert hits > 0, "the evaluation counter never counted"
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=40)
@@ -134,6 +201,11 @@ def main() -> None:
     print(
         f"\nCPU time, minimum over {args.repeats} alternating blocks of {BLOCK} calls "
         f"(`python benchmarks/bench_hooks.py --repeats {args.repeats}`)."
+    )
+    print("\n" + "\n".join(probe_hits(args.repeats)))
+    print(
+        f"\nCPU time per execution of a probed statement less the plain statement's, minimum "
+        f"over {args.repeats} blocks of {PROBE_BLOCK}."
     )
 
 

@@ -1,6 +1,8 @@
 """Precision and recall of the operators' sites on the public-style scripts in tests/styles.
 
 Usage: python benchmarks/bench_sites.py [--details] [--json]
+       python benchmarks/bench_sites.py --corpus DIR [--details] [--json] [--check] ...
+       (the public-script corpus of issue 22: definitions in benchmarks/corpus_sites.py)
 
 Ground truth: tests/styles/expected/<script>.toml, written by hand (operator -> the lines
 where "the named bug, injected into the default training run" lands). Found: the engine's
@@ -24,8 +26,9 @@ import libcst as cst
 import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
+for _path in (str(ROOT), str(ROOT / "benchmarks")):
+    if _path not in sys.path:  # run as a script from anywhere
+        sys.path.insert(0, _path)
 
 from mutations.registry import all_variants  # noqa: E402
 from mutator import SourceFile  # noqa: E402
@@ -180,6 +183,10 @@ def totals(scores: Iterable[Score]) -> tuple[int, int, int, int]:
 
 
 def main() -> None:
+    if "--corpus" in sys.argv[1:]:
+        import corpus_report  # only here: the corpus mode needs its git mirrors
+
+        sys.exit(corpus_report.main(sys.argv[1:]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--details", action="store_true", help="list every false and missed site")
     parser.add_argument("--json", action="store_true", help="print the per-operator table as JSON")

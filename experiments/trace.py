@@ -42,7 +42,10 @@ A run folder holds:
     forward counters; from the child also ``wall_s``, ``peak_cuda_mb`` and ``raised``
     (the exception the script ended with: ``types``, its class and base classes' names,
     innermost cause first; ``message``; ``lines``, its traceback's lines in the mutated
-    file, outermost first; null on a clean end or an exit); from the parent
+    file, outermost first; null on a clean end or an exit), ``reach`` (per changed region,
+    how often its statements ran; null: not probed) and ``reach_eval`` (how often while
+    evaluating: autograd off, outside module forwards and backwards; null without
+    telemetry); from the parent
     ``written_by: "parent"`` (the child died abruptly: timeout, memory cap, signal).
 
   Harness notes: ``grad_norm``/``update_ratio`` are sampled on step 1 and every
@@ -126,6 +129,7 @@ RESULT_FIELDS = (
     "target",  # the file the mutant changes (the script, or a module it imports)
     "reached",  # whether the mutated statements ran (null: unknown or no mutant)
     "reach_hits",  # how many times they ran
+    "reach_eval_hits",  # how many of those while evaluating (harness/reach.py EvalHits)
     "seed_insensitive",  # on reference runs: identical curves on every seed (reference_gate)
 )
 

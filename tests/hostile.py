@@ -192,7 +192,7 @@ def tampered_cache(folder: Path) -> Outcome:
 
 
 def report_skips_junk(folder: Path) -> Outcome:
-    from experiments.catalog_job import report_main
+    from experiments.catalog.report_cmd import report_main
 
     _sweep(folder, [_spec(folder, "fine", TRAIN.format(steps=5))])
     junk = folder / "results" / "runs" / "zz" / "zzjunk"
@@ -320,7 +320,7 @@ def sweep_user_errors(folder: Path) -> Outcome:
 
 
 def quiz_user_errors(folder: Path) -> Outcome:
-    from experiments.catalog_job import report_main
+    from experiments.catalog.report_cmd import report_main
     from experiments.quiz.cli import quiz_main
     from experiments.quiz.key import ANSWER_FILE, KEY_VERSION
 

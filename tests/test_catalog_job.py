@@ -22,7 +22,7 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys, monkeypatch):
         "--loops",
         "mlp_digits",
         "--seeds",
-        "2",
+        "3",  # a label needs a spread of 3 reference seeds
         "--operators",
         "drop_optimizer_step,scale_lr",
         "budget.epochs=3",
@@ -36,8 +36,8 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys, monkeypatch):
     for name in (*CATALOG_FILES, "sweep.json"):
         assert (catalog / name).is_file(), name
     runs = pd.read_parquet(catalog / "runs.parquet")
-    # 2 seeds x (reference + drop_optimizer_step + scale_lr) + 2 noop seeds
-    assert len(runs) == 8
+    # 3 seeds x (reference + drop_optimizer_step + scale_lr) + 3 noop seeds
+    assert len(runs) == 12
     assert set(runs["status"]) == {"ok"}, runs[["identity", "status", "exc_message"]]
     assert set(runs["role"]) >= {"reference", "mutant", "noop"}
     symptoms = pd.read_csv(catalog / "symptoms.csv")
@@ -47,7 +47,7 @@ def test_catalog_runs_caches_and_rebuilds(tmp_path, capsys, monkeypatch):
 
     # unchanged sweep: nothing trains again
     assert main(argv) == 0
-    assert "runs (8 cached)" in capsys.readouterr().err
+    assert "runs (12 cached)" in capsys.readouterr().err
 
     # the report rebuilds from stored runs alone, keeping measured interactions
     from experiments.quiz.interactions import COLUMNS, write_interactions

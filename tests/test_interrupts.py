@@ -1,4 +1,4 @@
-"""Ctrl-C (SIGINT) or SIGTERM at any moment of a command that trains ends it within 5 s
+"""Ctrl-C (SIGINT) or SIGTERM at any moment of sweep, catalog, quiz, bench or test ends it within 5 s
 with exit 130 (143), no traceback, and no process of it left; the cache stays consistent, so
 the same command again resumes (issue 21). Each command starts with SIGINT *ignored*, as a
 background job of a non-interactive shell inherits it, the state in which trainwreck once
@@ -7,12 +7,15 @@ shrugged off Ctrl-C; run under ``TRAINWRECK_TEST_LOAD=2`` in CI (both cores busy
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import time
+from pathlib import Path
 
 import pytest
 import stopping
 
+PROJECTS = Path(__file__).resolve().parent / "projects"
 HANG = "import time\nwhile True:\n    time.sleep(0.1)\n"
 # Real training, slow enough that a signal lands during a run.
 SLOW_TRAIN = """
@@ -50,7 +53,14 @@ def _bench(results):
     return ["bench", "--detector", "trainwreck-lint", "--results-dir", str(results)]
 
 
-COMMANDS = {"sweep": _sweep, "catalog": _catalog, "quiz": _quiz, "bench": _bench}
+def _test(results):
+    # Run from a copy of the fixture project (``start`` runs in tmp_path); results in ``results``.
+    return ["test", "--mutate", "tinynet/train.py", "--out", str(results)]
+
+
+COMMANDS = {"sweep": _sweep, "catalog": _catalog, "quiz": _quiz, "bench": _bench, "test": _test}
+# Where each command shows that it is working (a run started, a mutant tested).
+WORKING = {"test": "cache/results.jsonl"}
 CASES = [
     ("sweep", signal.SIGINT, "running"),
     ("sweep", signal.SIGTERM, "running"),
@@ -62,6 +72,8 @@ CASES = [
     ("quiz", signal.SIGTERM, "running"),
     ("bench", signal.SIGINT, "working"),
     ("bench", signal.SIGTERM, "loading"),
+    ("test", signal.SIGINT, "running"),
+    ("test", signal.SIGTERM, "loading"),
 ]
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -74,10 +86,13 @@ EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
 )
 def test_a_signal_ends_the_command_cleanly(command, number, moment, tmp_path):
     (tmp_path / "hang.py").write_text(HANG)
+    if command == "test":
+        shutil.copytree(PROJECTS / "tested_pkg", tmp_path, dirs_exist_ok=True)
     results = tmp_path / "results"
     started = stopping.start(COMMANDS[command](results), tmp_path, sigint="ignored")
     if moment == "running":
-        running = stopping.wait_for(started, lambda: any(results.glob("runs/*/*/trace.jsonl")))
+        working = WORKING.get(command, "runs/*/*/trace.jsonl")
+        running = stopping.wait_for(started, lambda: any(results.glob(working)))
         assert running, f"{command} never started a run"
         time.sleep(0.3)
     else:

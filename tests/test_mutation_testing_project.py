@@ -142,8 +142,12 @@ class BreakImport(Swap):
     node_types = (cst.ImportAlias,)
 
     def swap(self, node, ctx):
+        # ``MLPX as MLP``: the name stays bound, so only running it shows the break (the
+        # static gate rejects a rewrite that leaves ``MLP`` unbound before it is listed).
         if isinstance(node.name, cst.Name) and node.name.value == "MLP":
-            return node.with_changes(name=cst.Name("MLPX"))
+            return node.with_changes(
+                name=cst.Name("MLPX"), asname=cst.AsName(name=cst.Name("MLP"))
+            )
         return None
 
 

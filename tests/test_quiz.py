@@ -189,7 +189,7 @@ def test_make_quiz_writes_practice_page_and_exact_key(tmp_path: Path, parsed, ca
         (["--bugs", "7"], "between 2 and 5"),
         (["--loop", "no_such_loop"], "unknown loop"),
         (["--level", "nightmare"], "invalid choice"),
-        (["--seeds", "1"], "at least 2"),
+        (["--seeds", "2"], "at least 3"),
         (["--epochs", "0"], "--epochs must be at least 1"),
     ],
 )
@@ -208,7 +208,7 @@ def test_interactions_bad_input(tmp_path: Path, capsys) -> None:
     for argv, message in (
         (["--loop", "no_such_loop"], "unknown loop"),
         (["--quizzes", "-1"], "--quizzes"),
-        (["--seeds", "1"], "at least 2"),
+        (["--seeds", "2"], "at least 3"),
     ):
         code = quiz_main(["interactions", *argv, "--results-dir", str(results)])
         error = capsys.readouterr().err

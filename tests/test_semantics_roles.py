@@ -99,3 +99,42 @@ def test_a_helper_nobody_calls_is_unknown():
     ctx = source.context
     body = next(r for r in ctx.nodes(cst.Return) if ctx.code(r).startswith("return x * 2"))
     assert site_context(body, ctx) == "unknown"
+
+
+TRAINER_THAT_LOGS_IMAGES = """
+import torch
+from torchvision.utils import make_grid, save_image
+
+
+class Trainer:
+    def _train_epoch(self, epoch):
+        self.model.train()
+        for data, target in self.data_loader:
+            self.optimizer.zero_grad()
+            loss = self.criterion(self.model(data), target)
+            loss.backward()
+            self.optimizer.step()
+            self.writer.add_image("input", make_grid(data.cpu()))
+
+    def _valid_epoch(self, epoch):
+        self.model.eval()
+        with torch.no_grad():
+            for data, target in self.valid_data_loader:
+                output = self.model(data)
+                self.writer.add_image("input", make_grid(data.cpu()))
+
+    def save_samples(self, images):
+        save_image(images, "samples.png")
+"""
+
+
+def test_a_training_or_validation_epoch_that_logs_an_image_grid_keeps_its_role():
+    """Public trainers (pytorch-template, denoising-diffusion's Trainer) log images from the
+    training and validation epochs: those stay train and eval, not plotting code (issue 22)."""
+    source = SourceFile(TRAINER_THAT_LOGS_IMAGES)
+    ctx = source.context
+    found = {ctx.code(call): site_context(call, ctx) for call in ctx.nodes(cst.Call)}
+    assert found["loss.backward()"] == "train"
+    assert found["self.model.train()"] == "train"
+    assert found["self.model.eval()"] == "eval"
+    assert found['save_image(images, "samples.png")'] == "plot"

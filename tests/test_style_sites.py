@@ -58,7 +58,6 @@ KNOWN_WRONG = {
     "lbfgs_sine.py": {
         "drop_training_data": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
         "optimizer_recreated_each_epoch": "misses LBFGS outside the steps loop (74)",
-        "step_outside_batch_loop": "dedents step(closure) out of the steps loop: no batch loop exists (86)",
         "train_val_leakage": "slices draw()'s plotting code (50); misses data[3:] (66-67)",
     },
     "manual_sgd_regression.py": {
@@ -73,7 +72,6 @@ KNOWN_WRONG = {
     },
     "nanogpt_trainer.py": {
         "clip_before_backward": "misses clipping after an accumulation loop (222)",
-        "drop_scheduler_step": "misses the manual schedule param_group['lr'] = lr (208)",
         "loss_from_item": "misses a loss returned by the model (216-217)",
         "step_before_backward": "misses the step after an accumulation loop (223)",
         "validate_on_training_data": "misses the val split of get_batch (67)",
@@ -105,10 +103,8 @@ KNOWN_WRONG = {
         "optimizer_recreated_each_epoch": "misses a module-level optimizer with the epoch loop under __main__ (60)",
     },
     "word_lm.py": {
-        "change_batch_size": "misses batchify(data, args.batch_size) (80)",
         "drop_input_to_device": "misses batchify's .to(device) (76)",
         "drop_scheduler_step": "misses the manual annealing lr /= 4.0 (181)",
-        "scale_lr": "misses the hand-written update's lr (162/169)",
         "zero_init": "misses a model without optimizer (116)",
     },
 }

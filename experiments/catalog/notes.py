@@ -9,7 +9,7 @@ from collections import Counter
 import pandas as pd
 
 from experiments.symptoms import HOW_TO_MEASURE, MIN_SPREAD_SEEDS, UNJUDGED, control_warnings
-from experiments.symptoms.unjudged import NO_MEASURE, REPORTED_BETTER, TOO_FEW
+from experiments.symptoms.unjudged import NO_MEASURE, REPORTED_BETTER, THROUGH_MUTANT, TOO_FEW
 
 
 def verdict_notes(symptoms: pd.DataFrame) -> list[str]:
@@ -36,6 +36,8 @@ def _reason_kind(reason: str) -> str:
     for kind in (TOO_FEW, NO_MEASURE):
         if reason.startswith(kind):
             return kind
+    if THROUGH_MUTANT in reason:
+        return "through"
     if "control" in reason:
         return "control"
     return "better" if REPORTED_BETTER in reason else "other"
@@ -49,6 +51,12 @@ def _advice(kind: str) -> str:
         )
     if kind == NO_MEASURE:
         return f"{NO_MEASURE} (the curve cannot tell silent from degrades): {HOW_TO_MEASURE}"
+    if kind == "through":
+        return (
+            "the script's own number is computed through the mutated code (their changed "
+            "lines ran while it evaluated), so it cannot vouch for them: name a held-out "
+            "evaluation (loop.holdout=module:function)"
+        )
     if kind == "control":
         return "their evidence also shows on the unmutated control"
     if kind == "better":

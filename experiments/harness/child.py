@@ -209,6 +209,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
     observed = bool(config.get("telemetry", True))
     if observed:
         telemetry.install()
+        project.watch_evaluation(telemetry.forwards)  # changed lines run while evaluating
     # Numbers the script reports itself, logs or prints (experiments/capture): hooks
     # installed before it starts; report() goes through them to be tagged with its source.
     captured = reported.start(writer, config.get("metrics"), observe=observed)
@@ -234,6 +235,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
     def finish(error: BaseException | None) -> int:
         """Write the end record; returns the process's exit code."""
         telemetry_api.set_sink(None)
+        project.stop_watching()
         counters: dict[str, Any] = {**telemetry.finish(), "telemetry": observed}
         # Read before the held-out evaluation: its cost is the harness's, not the script's.
         cpu_s = round(time.process_time() - cpu_started, 4)
@@ -262,6 +264,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
             wall_s=round(time.perf_counter() - started, 4),
             cpu_s=cpu_s,
             reach=project.reach_counts(),
+            reach_eval=project.reach_eval_counts(),
             raised=raised.get("record"),
             trace_dropped=tracecap.dropped(),
             nonce=nonce,

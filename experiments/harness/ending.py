@@ -83,6 +83,7 @@ def conclude(
         status = "stillborn"
     row = result_row(active.spec, active.key, status, exc_type, message, counters)
     row.update(reached)
+    row.update(reach.eval_summary(counters.get("reach"), counters.get("reach_eval")))
     row.update(
         wall_s=round(wall_s, 4),
         exit_code=exit_code,

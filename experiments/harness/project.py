@@ -5,7 +5,7 @@ directory) installs the write guard for the mirrored working directory
 (``guard``), the counters of the reach probes (``reach``) and, when the mutant is a module
 the script imports rather than the script, the import hook that serves it (``modules``).
 ``compile_main`` compiles the ``__main__`` source (with probes when the mutant is the
-script); ``reach_counts`` is what the end record stores.
+script); ``reach_counts`` and ``reach_eval_counts`` are what the end record stores.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ class Prepared:
     def __init__(self, config: dict[str, Any]) -> None:
         self.regions: list[reach.Region] = list(config.get("reach_regions") or [])
         self.module = config.get("module_target")  # None: the mutant is the script
-        self.counters = reach.install_counters(len(self.regions))
+        self.counters, self.evaluating = reach.install(len(self.regions))
+        self.watched = False  # did the telemetry tell forwards apart (reach.EvalHits)
         self.probed: set[int] = set()
         # The file name the mutated module's frames carry (None: the mutant is the script).
         self.mutated_file: str | None = None
@@ -38,6 +39,18 @@ class Prepared:
             return compile(source, filename, "exec")
         code, self.probed = _compile(source, filename, self.regions)
         return code
+
+    def watch_evaluation(self, forwards: Any) -> None:
+        """Count hits during evaluation from now on (``forwards``: the telemetry's)."""
+        self.evaluating.forwards = forwards
+        self.watched = True
+
+    def stop_watching(self) -> None:
+        """The script is over: the harness's own held-out evaluation is not the script's."""
+        self.evaluating.forwards = None
+
+    def reach_eval_counts(self) -> list[int] | None:
+        return list(self.evaluating.counts) if self.regions and self.watched else None
 
     def reach_counts(self) -> list[int | None] | None:
         if not self.regions:

@@ -10,6 +10,13 @@ it: tracebacks and telemetry read the same lines as without probes. A probe cost
 subscript increment per execution of that statement (~40 ns), nothing elsewhere, unlike
 a trace function. ``__trainwreck_reach__`` lives in ``builtins``, so it resolves in any
 module or ``exec`` namespace the mutated code ends up in.
+
+Each probe also asks whether autograd is off (``torch.is_grad_enabled``, one C call);
+only then ``EvalHits`` counts the hit as one *during evaluation* when no module forward
+and no backward is running (``Forwards`` tracks both). A number the script reports that
+was computed while its changed lines ran that way went through the mutated code: it
+cannot vouch for the mutant (docs/truth.md). A changed line inside a forward is not
+counted: an honest evaluation of a mutated model still measures that model.
 """
 
 from __future__ import annotations
@@ -22,7 +29,27 @@ from types import CodeType
 from typing import Any
 
 PROBE_NAME = "__trainwreck_reach__"
+EVAL_NAME = "__trainwreck_reach_eval__"
+GRAD_NAME = "__trainwreck_grad_on__"
 Region = dict[str, int]
+
+
+class EvalHits:
+    """Per region, the hits with autograd off outside any module forward or backward; the
+    probes call it only when autograd is off. ``forwards`` (the telemetry's ``Forwards``:
+    ``_depth`` and ``in_backward``) is None until the telemetry is watched: without it a
+    forward cannot be told apart, so nothing is counted and the count is unknown."""
+
+    __slots__ = ("counts", "forwards")
+
+    def __init__(self, count: int) -> None:
+        self.counts = [0] * count
+        self.forwards: Any = None
+
+    def __call__(self, number: int) -> None:
+        forwards = self.forwards
+        if forwards is not None and not forwards._depth and not forwards.in_backward:
+            self.counts[number] += 1
 
 
 def regions(original: str, mutated: str) -> list[Region]:
@@ -56,10 +83,29 @@ def regions_of_lines(
 
 
 def install_counters(count: int) -> list[int]:
-    """The counters the probes increment (one per region), reachable from any module."""
+    """The counters the probes increment (one per region), reachable from any module;
+    hits during evaluation are not asked for (``install`` counts them), so a process that
+    only needs to know whether the lines ran (``trainwreck test``) imports no torch."""
     counters = [0] * count
     setattr(builtins, PROBE_NAME, counters)
+    setattr(builtins, GRAD_NAME, _not_asked)
     return counters
+
+
+def install(count: int) -> tuple[list[int], EvalHits]:
+    """``install_counters`` and the evaluation counters (``EvalHits``) of the same probes."""
+    import torch  # the run's process has it already; the parent's planning needs none
+
+    counters = install_counters(count)
+    evaluating = EvalHits(count)
+    setattr(builtins, EVAL_NAME, evaluating)
+    setattr(builtins, GRAD_NAME, torch.is_grad_enabled)
+    return counters, evaluating
+
+
+def _not_asked() -> bool:
+    """The probes' autograd check where evaluation hits are not counted: never off."""
+    return True
 
 
 def compile_probed(
@@ -88,7 +134,7 @@ def compile_probed(
     # Insert from the back of each block so earlier indices stay valid.
     for block, index, number in sorted(placements.values(), key=lambda p: -p[1]):
         anchor = block[index] if index < len(block) else block[-1]
-        block.insert(index, _probe(number, anchor))
+        block[index:index] = _probe(number, anchor)
     probed = {number for _block, _index, number in placements.values()}
     return compile(tree, filename, "exec"), probed
 
@@ -112,17 +158,25 @@ def _first_free(block: list[ast.stmt]) -> int:
     return index
 
 
-def _probe(number: int, anchor: ast.stmt) -> ast.stmt:
+def _probe(number: int, anchor: ast.stmt) -> list[ast.stmt]:
+    """``__trainwreck_reach__[k] += 1`` and ``__trainwreck_grad_on__() or
+    __trainwreck_reach_eval__(k)`` (the second call only with autograd off)."""
     target = ast.Subscript(
         value=ast.Name(id=PROBE_NAME, ctx=ast.Load()),
         slice=ast.Constant(value=number),
         ctx=ast.Store(),
     )
-    node = ast.AugAssign(target=target, op=ast.Add(), value=ast.Constant(value=1))
-    for child in ast.walk(node):  # one line: the anchor's first line
-        child.lineno = child.end_lineno = anchor.lineno
-        child.col_offset = child.end_col_offset = anchor.col_offset
-    return node
+    count = ast.AugAssign(target=target, op=ast.Add(), value=ast.Constant(value=1))
+    grad_on = ast.Call(func=ast.Name(id=GRAD_NAME, ctx=ast.Load()), args=[], keywords=[])
+    evaluating = ast.Call(
+        func=ast.Name(id=EVAL_NAME, ctx=ast.Load()), args=[ast.Constant(value=number)], keywords=[]
+    )
+    check = ast.Expr(value=ast.BoolOp(op=ast.Or(), values=[grad_on, evaluating]))
+    for node in (count, check):
+        for child in ast.walk(node):  # one line: the anchor's first line
+            child.lineno = child.end_lineno = anchor.lineno
+            child.col_offset = child.end_col_offset = anchor.col_offset
+    return [count, check]
 
 
 def _blocks(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
@@ -188,3 +242,14 @@ def summary(counts: Sequence[int | None] | None) -> dict[str, Any]:
     if hits == 0 and len(known) < len(counts or ()):
         return {"reached": None, "reach_hits": 0}
     return {"reached": hits > 0, "reach_hits": hits}
+
+
+def eval_summary(
+    counts: Sequence[int | None] | None, eval_counts: Sequence[int] | None
+) -> dict[str, int | None]:
+    """``reach_eval_hits``: executions of the probed mutated statements during evaluation
+    (``EvalHits``); None when nothing was probed or the evaluation was not watched."""
+    if not counts or eval_counts is None or len(eval_counts) != len(counts):
+        return {"reach_eval_hits": None}
+    probed = [int(hits) for count, hits in zip(counts, eval_counts) if count is not None]
+    return {"reach_eval_hits": sum(probed) if probed else None}

@@ -42,6 +42,7 @@ def result_row(
         "mutant_lines": list(mutant.get("mutant_lines", [])),
         "reached": None,  # did the mutated statements run (None: unknown, or no mutant)
         "reach_hits": None,  # how many times they ran
+        "reach_eval_hits": None,  # how many while evaluating (autograd off, no forward)
         "seed_insensitive": None,  # set on reference runs by experiments.reference_gate
         "diff": mutant.get("diff", ""),
         "sha256": spec.sha256,

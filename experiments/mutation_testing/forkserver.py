@@ -63,16 +63,16 @@ def _empty_session() -> None:
         Path(folder, "test_warm.py").write_text("def test_warm():\n    assert True\n")
         saved = os.dup(1), os.dup(2)
         null = os.open(os.devnull, os.O_WRONLY)
-        here = os.getcwd()
+        # Run from the throwaway folder: plugins write relative to the working directory
+        # (pytest-benchmark's .benchmarks/), which here is the user's project.
+        previous = os.getcwd()
         try:
             os.dup2(null, 1)
             os.dup2(null, 2)
-            # In the temporary folder: a plugin may write where it starts (pytest-benchmark
-            # makes ./.benchmarks), and this session runs in the user's folder otherwise.
             os.chdir(folder)
             pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={folder}", folder])
         finally:
-            os.chdir(here)
+            os.chdir(previous)
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for descriptor in (*saved, null):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from experiments.cli_support import Parser, guarded
 from experiments.quiz.draw import LEVELS, MAX_BUGS, MIN_BUGS, QuizError
+from experiments.symptoms.reference import MIN_SPREAD_SEEDS
 
 PROG = "trainwreck quiz"
 
@@ -53,8 +54,11 @@ def _check_counts(epochs: int | None, workers: int | None) -> None:
 
 
 def _seeds(count: int) -> tuple[int, ...]:
-    if count < 2:
-        raise QuizError("--seeds must be at least 2 (symptoms are judged against a spread)")
+    if count < MIN_SPREAD_SEEDS:
+        raise QuizError(
+            f"--seeds must be at least {MIN_SPREAD_SEEDS} (symptoms are judged against the "
+            f"spread of {MIN_SPREAD_SEEDS} or more reference seeds), got {count}"
+        )
     return tuple(range(count))
 
 

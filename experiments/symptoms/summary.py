@@ -23,7 +23,7 @@ from experiments.symptoms.reference import (
 from experiments.symptoms.roles import NOOP
 from experiments.symptoms.runtable import SUMMARY_FEATURES, RunTable
 from experiments.symptoms.seeds import format_labels, label_fractions, measured_severity
-from experiments.symptoms.unjudged import NO_MEASURE, TOO_FEW, unjudged_reason
+from experiments.symptoms.unjudged import NO_MEASURE, THROUGH_MUTANT, TOO_FEW, unjudged_reason
 from experiments.symptoms.verdict import RunVerdict
 from experiments.symptoms.vocabulary import MARKERS, axis_of
 
@@ -110,6 +110,8 @@ def mutant_row(
         if reason.startswith(TOO_FEW)
         else "not measured"
         if reason.startswith(NO_MEASURE) or unmeasured
+        else "as reference by a number the mutated code computed"
+        if THROUGH_MUTANT in reason
         else "as reference"
     )
     row: dict[str, Any] = {

@@ -24,6 +24,7 @@ HOW_TO_MEASURE = (
 NO_MEASURE = "no quality measure"
 TOO_FEW = "too few seeds"
 REPORTED_BETTER = "better than the reference can reach"
+THROUGH_MUTANT = "computed through the mutated code"
 
 
 def too_few_text(ref: Reference) -> str:
@@ -42,6 +43,11 @@ def unjudged_reason(measured: str, verdicts: Sequence[RunVerdict], ref: Referenc
     finished = [v for v in verdicts if v.finished]
     if finished and all(v.quality is None for v in finished):
         return f"{NO_MEASURE}: the curve cannot tell silent from degrades; {HOW_TO_MEASURE}"
+    if any(v.through_mutant for v in finished):
+        return (
+            f"the reported number is {THROUGH_MUTANT} (changed lines ran during evaluation); "
+            "a held-out evaluation would measure it: loop.holdout=module:function"
+        )
     shown = sorted(
         {base_name(label) for v in verdicts for label in v.labels if base_name(label) in v.control}
     )

@@ -10,6 +10,11 @@ proves, else ``unjudged``). A finished run with no quality measure is at least
 number is better than the reference can reach (``too_good``) where no held-out evaluation
 checks it. A label the loop's noop control also shows (``control``) sets no severity; where
 it alone would have set one, the run is ``unjudged``.
+
+A reported number that went through the mutated code cannot vouch for the mutant: where the
+run's quality is a number the script reports (no held-out evaluation) and its changed lines
+ran while the script evaluated (``reach_eval_hits``, harness/reach.py), the run is at least
+``unjudged`` (``through_mutant``); a worse number, a broken curve or a status still stand.
 """
 
 from __future__ import annotations
@@ -52,11 +57,15 @@ class RunVerdict:
     finished: bool
     # Base names of the labels the loop's noop control also shows: not evidence here.
     control: frozenset[str] = frozenset()
+    # The quality is a reported number computed while the changed lines ran (evaluating).
+    through_mutant: bool = False
 
     @property
     def severity(self) -> str:
         """The worst level this run's evidence sets (see the module docstring)."""
-        measured = self.quality is not None
+        # A number computed through the mutated code can show an effect, never its absence:
+        # as without a measure, the curve may prove a broken training, and nothing less.
+        measured = self.quality is not None and not self.through_mutant
         curve_is_outcome = self.finished and not measured
 
         def level(label: str) -> str:
@@ -114,9 +123,18 @@ def verdict(
         context["symptoms"] = [label for label in labels if axis_of(label) == "symptom"]
     if stopped:
         labels = [_mark_partial(label) for label in labels]
+    through = quality in REPORTED and ran_while_evaluating(run)
     if not labels:
-        labels = [TOO_FEW_SEEDS if not ref.has_spread else "silent" if quality else UNJUDGED]
-    return RunVerdict(labels, quality, not stopped, control)
+        measured = quality and not through
+        labels = [TOO_FEW_SEEDS if not ref.has_spread else "silent" if measured else UNJUDGED]
+    return RunVerdict(labels, quality, not stopped, control, through)
+
+
+def ran_while_evaluating(run: Mapping[str, Any]) -> bool:
+    """The mutant's changed lines ran with autograd off outside any module forward (the
+    harness's ``reach_eval_hits``): what the script computed then went through them."""
+    hits = run.get("reach_eval_hits")
+    return is_number(hits) and hits > 0
 
 
 def _unsuppressed(labels: list[str]) -> list[str]:

@@ -5,16 +5,18 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     after_training_loop,
     code_of,
     expression_call,
     find_arg,
+    method_name,
     method_statement_receiver,
     receiver_kind,
     values_of,
 )
+from mutator.semantics.loops import runs_last
 
 # Objects whose state is not the model's: everything else that loads a state dict is
 # treated as (part of) the model (``model``, ``self.net``, ``model.module``, ``ema``).
@@ -105,7 +107,10 @@ class DropLoadStateDict(_DropStateRestore):
     recover; an evaluation script reports chance-level accuracy. Fix: load the model's
     state dict (and check the returned missing/unexpected keys). Check: evaluate right
     after loading (loss should match the checkpoint's), or compare train/val curves of
-    a resumed run with an uninterrupted one.
+    a resumed run with an uninterrupted one. A copy from a live ``state_dict()`` (an RL
+    target network's sync) is no restore, and a reload that is the last thing the script
+    runs is equivalent: nothing uses the weights (issue 22: LLMs-from-scratch's "save and
+    load model" demo after ``main()`` trained).
     """
 
     name = "drop_load_state_dict"
@@ -162,15 +167,37 @@ class DropLoadStateDict(_DropStateRestore):
         """,
         # The returned keys are used: not a plain restore line.
         "missing, unexpected = model.load_state_dict(sd, strict=False)\n",
+        # An RL target network synced from the online one: a weight copy, no resume
+        # (issue 22, seen in minimalRL and cleanrl).
+        "q_target.load_state_dict(q.state_dict())\n",
+        # The last line of the script: nothing uses the reloaded weights (issue 22).
+        """
+            import torch
+            if __name__ == "__main__":
+                model = main()
+                torch.save(model.state_dict(), "model.pth")
+                model = GPTModel(config)
+                model.load_state_dict(torch.load("model.pth"))
+        """,
     )
 
     def restores(self, kind: str | None) -> bool:
         return kind not in _NOT_MODEL
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if after_training_loop(node, ctx) or _restores_memory(node, ctx):
             return None  # the best epoch's weights put back for testing: no resume
-        return super().swap(node, ctx)
+        found = super().swap(node, ctx)
+        model = method_statement_receiver(node, "load_state_dict")
+        if found is not None and isinstance(model, cst.Name) and runs_last(node, ctx):
+            return NonSite(
+                "equivalent: the script ends right after the load; nothing uses the weights"
+            )
+        return found
+
+
+def method_name_of(expr: cst.BaseExpression) -> str | None:
+    return method_name(expr) if isinstance(expr, cst.Call) else None
 
 
 def _restores_memory(statement: cst.CSTNode, ctx: Context) -> bool:
@@ -180,6 +207,8 @@ def _restores_memory(statement: cst.CSTNode, ctx: Context) -> bool:
     state = find_arg(call, "state_dict", 0) if call is not None else None
     if state is None:
         return False
+    if method_name_of(state.value) == "state_dict":
+        return True  # ``target.load_state_dict(net.state_dict())``: a weight copy (RL target nets)
     values = values_of(state.value, ctx, statement)
     return bool(values) and all("state_dict()" in code_of(value) for value in values)
 

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.data._pipelines import pipeline_role, transform_list
 from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     code_of,
     reaches_model,
-    resolve,
     without_list_element,
-)
-
-_NORMALIZE_TRANSFORM = (
-    "torchvision.transforms.Normalize",
-    "torchvision.transforms.v2.Normalize",
-    "torchvision.transforms.transforms.Normalize",
 )
 
 
@@ -31,7 +25,11 @@ class DropInputNormalization(Operator):
     convergence, sometimes divergence at a learning rate tuned for normalized inputs.
     How much depends on the raw scale: features spanning 0.001..1000 hurt badly, while
     BatchNorm after the first layer or pixels in 0..16 with Adam absorb it. A
-    normalisation whose result no model reads (returns, advantages, targets) is no site.
+    normalisation whose result no model reads (returns, advantages, targets) is no site,
+    nor one that only the test or validation split gets (removing it is
+    ``skip_val_normalization``'s train/test mismatch). Not told apart: a scaled copy of
+    training images that only the plots run through the model (an autoencoder's
+    ``view_data``: the pictures change, training does not; 1 of 7 corpus mutants, issue 22).
     Fix: standardize inputs with training-set statistics. Check: print input
     statistics of the first batch (mean far from 0, std far from 1); an init-loss
     check and the loss curve against the reference.
@@ -92,6 +90,18 @@ class DropInputNormalization(Operator):
         "lr = base_lr / 10\n",
         "progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))\n",
         "avg = total / 16\n",
+        # Only the test inputs (issue 22: CIFAR's transform_test, a notebook's test_x).
+        """
+            import torchvision.transforms as transforms
+            transform_test = transforms.Compose([
+                transforms.ToTensor(),
+                transforms.Normalize((0.49, 0.48, 0.44), (0.20, 0.19, 0.20)),
+            ])
+        """,
+        """
+            import torch
+            test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.
+        """,
         # REINFORCE: the returns weight the log-probabilities; no model reads them.
         """
             import torch
@@ -119,25 +129,18 @@ class DropInputNormalization(Operator):
             if isinstance(a, cst.BinaryOperation)
         )
 
-    def _transform_list(self, node: cst.Call, ctx: Context) -> cst.List | None:
-        element = ctx.parent(node)
-        holder = ctx.parent(element) if element is not None else None
-        if (
-            resolve(node, ctx, strict=False).matches(_NORMALIZE_TRANSFORM)
-            and isinstance(element, cst.Element)
-            and isinstance(holder, cst.List)
-        ):
-            return holder
-        return None
-
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
-            holder = self._transform_list(node, ctx)
-            return None if holder is None else {holder: without_list_element(holder, node)}
+            holder = transform_list(node, ctx)
+            if holder is None or pipeline_role(holder, ctx) == "eval":
+                return None  # the test pipeline's own Normalize: skip_val_normalization's
+            return {holder: without_list_element(holder, node)}
         group = normalization_group(node, ctx)
         # One site per set of statistics: dropping only some would be a train/val mismatch.
         if not group or group[0] is not node or not self._outermost(node, ctx):
             return None
+        if all(pipeline_role(member, ctx) == "eval" for member in group):
+            return None  # only held-out inputs use these statistics
         members = [m for m in group if self._outermost(m, ctx)]
         if all(reaches_model(member, ctx) is False for member in members):
             return NonSite(

@@ -47,6 +47,16 @@ class DropTrainingData(Operator):
             before="train_data, val_data = data[:n - n_val], data[n - n_val:]\n",
             after="train_data, val_data = data[:int((n - n_val) * 0.1)], data[n - n_val:]\n",
         ),
+        Example(  # PyG datasets slice by fraction
+            before="""
+                train_loader = DataLoader(dataset[:0.9], batch_size, shuffle=True)
+                test_loader = DataLoader(dataset[0.9:], batch_size)
+            """,
+            after="""
+                train_loader = DataLoader(dataset[:0.09], batch_size, shuffle=True)
+                test_loader = DataLoader(dataset[0.9:], batch_size)
+            """,
+        ),
     )
     non_examples = (
         "val_idx, train_idx = perm[:n_val], perm[n_val:]\n",  # the training side is the tail
@@ -64,6 +74,10 @@ class DropTrainingData(Operator):
         keep = round(1.0 - self.params["fraction"], 10)
         if isinstance(upper, cst.Integer):
             return cst.Integer(str(max(1, int(int(upper.value) * keep))))
+        if isinstance(upper, cst.Float) and 0 < float(upper.value) < 1:
+            # ``dataset[:0.9]`` (PyG slices by fraction): keep a fraction of that fraction;
+            # int() would turn it into an empty split (issue 22).
+            return cst.Float(repr(round(float(upper.value) * keep, 10)))
         code = code_of(upper)
         if not isinstance(upper, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
             code = f"({code})"

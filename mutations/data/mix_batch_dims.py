@@ -14,6 +14,7 @@ from mutator.semantics import (
     number_value,
     parse_expr,
     resolve,
+    values_of,
 )
 
 
@@ -21,50 +22,58 @@ def _is_minus_one(expr: cst.BaseExpression) -> bool:
     return number_value(expr) == -1
 
 
-def _is_batch_size(expr: cst.BaseExpression) -> bool:
-    """``t.size(0)``, ``t.shape[0]``, ``len(t)`` or a name such as ``B`` / ``batch_size``."""
+def _is_batch_size(expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool:
+    """``t.size(0)``, ``t.shape[0]``, ``len(t)``, a name such as ``B`` / ``batch_size``, or a
+    name bound only to one of those (``in_size = x.size(0)``)."""
     if isinstance(expr, cst.Call):
         if method_name(expr) == "size" and len(expr.args) == 1:
             return number_value(expr.args[0].value) == 0
         return isinstance(expr.func, cst.Name) and expr.func.value == "len"
+    if isinstance(expr, cst.Subscript):
+        return _size_index(expr) == 0
+    if isinstance(expr, cst.Name) and expr.value in {"B", "N", "bs", "batch_size", "n_batch"}:
+        return True
+    values = values_of(expr, ctx, at) if isinstance(expr, cst.Name) else []
+    return bool(values) and all(_is_batch_size(v, ctx, v) for v in values if v is not expr)
+
+
+def _size_index(expr: cst.BaseExpression) -> float | None:
+    """``i`` of ``t.shape[i]`` or ``t.size(i)``, else None."""
+    if isinstance(expr, cst.Call) and method_name(expr) == "size" and len(expr.args) == 1:
+        return number_value(expr.args[0].value)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
-        return (
-            expr.value.attr.value == "shape"
-            and isinstance(index, cst.Index)
-            and number_value(index.value) == 0
-        )
-    return isinstance(expr, cst.Name) and expr.value in {"B", "N", "bs", "batch_size", "n_batch"}
+        if expr.value.attr.value == "shape" and isinstance(index, cst.Index):
+            return number_value(index.value)
+    return None
 
 
 def _is_last_dim(expr: cst.BaseExpression) -> bool:
     """``t.size(-1)`` or ``t.shape[-1]``: the feature/class dimension kept by a merge."""
-    if isinstance(expr, cst.Call) and method_name(expr) == "size" and len(expr.args) == 1:
-        return number_value(expr.args[0].value) == -1
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
-        index = expr.slice[0].slice if len(expr.slice) == 1 else None
-        return (
-            expr.value.attr.value == "shape"
-            and isinstance(index, cst.Index)
-            and number_value(index.value) == -1
-        )
-    return False
+    return _size_index(expr) == -1
 
 
 def _is_time_merge(expr: cst.BaseExpression) -> bool:
-    """``B * T``: batch and time merged into one dimension (nanoGPT's ``view(B * T, C)``)."""
-    return (
-        isinstance(expr, cst.BinaryOperation)
-        and isinstance(expr.operator, cst.Multiply)
-        and isinstance(expr.left, cst.Name)
-        and isinstance(expr.right, cst.Name)
-    )
+    """``B * T`` or ``t.size(0) * t.size(1)``: batch and time merged into one dimension
+    (nanoGPT's ``view(B * T, C)``, a tutorial LM's ``reshape(out.size(0) * out.size(1), H)``)."""
+    if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
+        return False
+    if isinstance(expr.left, cst.Name) and isinstance(expr.right, cst.Name):
+        return True
+    return (_size_index(expr.left), _size_index(expr.right)) == (0, 1)
 
 
-def _is_constant_size(expr: cst.BaseExpression) -> bool:
-    """``784``, ``28 * 28``, ``32 * 2 * 2``: a per-sample feature count."""
+def _is_constant_size(expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool:
+    """``784``, ``28 * 28``, ``32 * 2 * 2``, or a name bound only to such a constant
+    (``image_size = 784``): a per-sample feature count."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        return _is_constant_size(expr.left) and _is_constant_size(expr.right)
+        return _is_constant_size(expr.left, ctx, at) and _is_constant_size(expr.right, ctx, at)
+    if isinstance(expr, cst.Name):
+        values = values_of(expr, ctx, at)
+        return bool(values) and all(
+            isinstance(v, (cst.Integer, cst.BinaryOperation)) and _is_constant_size(v, ctx, v)
+            for v in values
+        )
     return isinstance(expr, cst.Integer) and int(expr.value) >= 2
 
 
@@ -78,7 +87,9 @@ class MixBatchDims(Swap):
     their labels; the model learns little beyond class frequencies. Fix: flatten
     with the batch dimension first (``x.flatten(1)``) and assert shapes. Check: feed
     a batch whose samples differ (e.g. one zeroed) and verify that only that sample's
-    output changes; overfit one batch.
+    output changes; overfit one batch. Not told apart: rows that are not data samples, such
+    as the input gradients of a WGAN-GP penalty (the mutant mixes samples' gradient norms,
+    not inputs with labels; 1 of 15 corpus mutants on the default path, issue 22).
     """
 
     name = "mix_batch_dims"
@@ -114,6 +125,39 @@ class MixBatchDims(Swap):
             before="x = x.reshape(-1, 28 * 28)\n",
             after="x = x.movedim(0, -1).reshape(-1, 28 * 28)\n",
         ),
+        # An LM's (B, T, V) logits flattened for the loss (issue 22: the engine took the
+        # method for torch.flatten(input, start_dim) and raised on the whole file).
+        Example(
+            before="loss = F.cross_entropy(logits.flatten(0, 1), target_batch.flatten())\n",
+            after=(
+                "loss = F.cross_entropy(logits.transpose(0, 1).flatten(0, 1), "
+                "target_batch.flatten())\n"
+            ),
+        ),
+        Example(
+            before="out = out.reshape(out.size(0) * out.size(1), out.size(2))\n",
+            after="out = out.transpose(0, 1).reshape(out.size(0) * out.size(1), out.size(2))\n",
+        ),
+        Example(  # the batch size by a name that holds x.size(0)
+            before="""
+                in_size = x.size(0)
+                x = x.view(in_size, -1)
+            """,
+            after="""
+                in_size = x.size(0)
+                x = x.movedim(0, -1).reshape(in_size, -1)
+            """,
+        ),
+        Example(  # the per-sample size by a named constant
+            before="""
+                image_size = 784
+                x = x.view(-1, image_size)
+            """,
+            after="""
+                image_size = 784
+                x = x.movedim(0, -1).reshape(-1, image_size)
+            """,
+        ),
     )
     non_examples = (
         "y = targets.view(-1)\n",
@@ -123,6 +167,11 @@ class MixBatchDims(Swap):
         """
             import torch
             h = torch.flatten(self.pool(h), 1)
+        """,
+        "y = x.flatten(1, 2)\n",  # merges two feature dimensions: no sample mixes
+        """
+            image_size = img.size(2)
+            x = x.view(-1, image_size)
         """,
     )
 
@@ -136,9 +185,9 @@ class MixBatchDims(Swap):
             return None
         if method in ("view", "reshape") and len(args) == 2:
             first, second = args
-            if _is_batch_size(first) and _is_minus_one(second):
+            if _is_batch_size(first, ctx, node) and _is_minus_one(second):
                 return "sample"
-            if _is_minus_one(first) and _is_constant_size(second):
+            if _is_minus_one(first) and _is_constant_size(second, ctx, node):
                 return "sample"
             if (_is_minus_one(first) and _is_last_dim(second)) or _is_time_merge(first):
                 return "time"
@@ -146,11 +195,17 @@ class MixBatchDims(Swap):
         # ``flatten`` has no batch size to reuse: the rewrite repeats the tensor.
         if method == "flatten" and len(args) == 1 and number_value(args[0]) == 1:
             return "sample" if is_pure(node.func.value) else None
+        # ``x.flatten(0, 1)`` merges batch and time (an LM's logits); it is the method, not
+        # ``torch.flatten(input, start_dim)``, whose last name it shares.
+        if method == "flatten" and [number_value(a) for a in args] == [0, 1]:
+            return "time" if is_pure(node.func.value) else None
+        callee = resolve(node, ctx, strict=False)
         if (
             len(args) == 2
             and number_value(args[1]) == 1
             and is_pure(args[0])
-            and resolve(node, ctx, strict=False).matches(("torch.flatten",))
+            and callee.under("torch")
+            and callee.matches(("torch.flatten",))
         ):
             return "sample"
         return None
@@ -159,6 +214,9 @@ class MixBatchDims(Swap):
         layout = self._layout(node, ctx)
         if layout is None:
             return None
+        if method_name(node) == "flatten" and layout == "time":
+            moved = parse_expr(f"{code_of(as_receiver(node.func.value))}.transpose(0, 1)")
+            return node.with_changes(func=node.func.with_changes(value=moved))
         if method_name(node) == "flatten" or not isinstance(node.func, cst.Attribute):
             tensor = code_of(node.args[0].value if len(node.args) == 2 else node.func.value)
             return parse_expr(f"{tensor}.movedim(0, -1).reshape({tensor}.size(0), -1)")

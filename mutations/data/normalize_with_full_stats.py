@@ -28,7 +28,9 @@ class NormalizeWithFullStats(Operator):
     optimistic; in a small loop the difference is usually within noise, hence
     ``silent``, and larger with small or shifted validation sets. Fix: fit every
     preprocessing statistic on the training split only and reuse it for the other
-    splits. Check: read the preprocessing code in split order (a leakage review); a
+    splits. Not told apart: per-minibatch advantage normalisation in RL, where the mutant
+    uses the whole rollout's statistics (cleanrl's PPO: the update changes but there is no
+    held-out data to leak; the only corpus mutant, issue 22). Check: read the preprocessing code in split order (a leakage review); a
     static check that statistics are computed after and from the training split.
     """
 

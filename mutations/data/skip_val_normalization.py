@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.data._pipelines import (
+    NORMALIZE_TRANSFORM,
+    pipeline_role,
+    training_inputs_scaled,
+    transform_list,
+)
 from mutations.data._shared import drop_normalizations, normalization_group
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
-from mutator.semantics import (
-    split_role,
-    split_role_of,
-)
-
-
-def _normalization_role(node: cst.BinaryOperation, ctx: Context) -> str | None:
-    """From the data, its target, else the function: ``def evaluate(x): (x - mu) / sd``."""
-    role = split_role_of(node, ctx)
-    if role is None:
-        function = ctx.enclosing_function(node)
-        role = split_role(function.name.value) if function is not None else None
-    return role
+from mutator.semantics import resolve, without_list_element
 
 
 class SkipValNormalization(Operator):
@@ -39,7 +33,7 @@ class SkipValNormalization(Operator):
     category = "data"
     summary = "Leave validation inputs unnormalized while training inputs are normalized."
     expected = "degrades"
-    node_types = (cst.BinaryOperation,)
+    node_types = (cst.BinaryOperation, cst.Call)
     examples = (
         Example(
             before="""
@@ -66,16 +60,56 @@ class SkipValNormalization(Operator):
                     return model(x)
             """,
         ),
+        # The test pipeline's own Normalize (issue 22, kuangliu's CIFAR script).
+        Example(
+            before="""
+                import torchvision.transforms as transforms
+                transform_train = transforms.Compose([transforms.ToTensor(), transforms.Normalize(m, s)])
+                transform_test = transforms.Compose([transforms.ToTensor(), transforms.Normalize(m, s)])
+            """,
+            after="""
+                import torchvision.transforms as transforms
+                transform_train = transforms.Compose([transforms.ToTensor(), transforms.Normalize(m, s)])
+                transform_test = transforms.Compose([transforms.ToTensor()])
+            """,
+        ),
+        # Test tensors scaled by hand while ToTensor scales the training images (a notebook).
+        Example(
+            before="""
+                import torch, torchvision
+                train_data = torchvision.datasets.MNIST(root, train=True, transform=torchvision.transforms.ToTensor())
+                test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.
+            """,
+            after="""
+                import torch, torchvision
+                train_data = torchvision.datasets.MNIST(root, train=True, transform=torchvision.transforms.ToTensor())
+                test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000]
+            """,
+        ),
     )
     non_examples = (
         "X_train = (X_train - mean) / std\n",
+        """
+            import torchvision.transforms as transforms
+            transform_test = transforms.Compose([transforms.ToTensor()])
+        """,
         "X_val = (X_val - mean) / std\n",  # nothing normalized for training: not this bug
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if isinstance(node, cst.Call):
+            holder = transform_list(node, ctx)
+            if holder is None or pipeline_role(holder, ctx) != "eval":
+                return None
+            trained = any(
+                resolve(c, ctx, strict=False).matches(NORMALIZE_TRANSFORM)
+                and pipeline_role(c, ctx) != "eval"
+                for c in ctx.nodes(cst.Call)
+            )
+            return {holder: without_list_element(holder, node)} if trained else None
         group = normalization_group(node, ctx)
-        if not group or _normalization_role(node, ctx) != "eval":
+        if not group or pipeline_role(node, ctx) != "eval":
             return None
-        if not any(_normalization_role(m, ctx) != "eval" for m in group):
-            return None
+        if not (any(pipeline_role(m, ctx) != "eval" for m in group) or training_inputs_scaled(ctx)):
+            return None  # nothing normalizes the training inputs: not this bug
         return drop_normalizations([node], ctx)

@@ -8,11 +8,13 @@ from mutations.data._shared import split_training_side
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    bound_target,
     compact_code,
     find_arg,
     is_data_loader,
     is_training_loader,
     loader_role,
+    names_read,
 )
 
 
@@ -59,15 +61,23 @@ class TrainValLeakage(Operator):
             before="""
                 train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)
                 val_loader = DataLoader(val_ds, batch_size=256)
+                evaluate(model, val_loader)
             """,
             after="""
                 train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)
                 val_loader = DataLoader(train_ds, batch_size=256)
+                evaluate(model, val_loader)
             """,
         ),
     )
     non_examples = (
         "x, y = chunk[:-1], chunk[1:]\n",
+        # The test loader is built but never read (LLMs-from-scratch, chapter 6).
+        """
+            train_loader = DataLoader(train_ds, batch_size=8, shuffle=True)
+            test_loader = DataLoader(test_ds, batch_size=8)
+            fit(model, train_loader)
+        """,
         "first = items[:3]\n",
         """
             train_loader = DataLoader(train_ds, shuffle=True)
@@ -91,6 +101,9 @@ class TrainValLeakage(Operator):
     def _leaky_loader(self, node: cst.CSTNode, ctx: Context) -> tuple[cst.Arg, cst.Arg] | None:
         if not is_data_loader(node, ctx) or loader_role(node, ctx) != "eval":
             return None
+        bound = bound_target(node, ctx)
+        if isinstance(bound, cst.Name) and bound.value not in names_read(ctx):
+            return None  # a loader nothing reads (issue 22): no evaluation to mislead
         dataset, training = _dataset_arg(node), self._training_loader_dataset(ctx)
         if dataset is None or training is None:
             return None

@@ -10,8 +10,11 @@ from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     compact_code,
+    is_label_name,
+    looks_like_loss_call,
     nodes_in_scope_of,
     number_value,
+    receiving_name,
     split_role_of,
 )
 
@@ -94,12 +97,26 @@ def _unshifted_source(node: cst.CSTNode, ctx: Context) -> cst.Subscript | None:
     return None
 
 
+def _is_target(node: cst.CSTNode, ctx: Context) -> bool:
+    """Is the shifted slice a target: bound to a label name (``y``, ``targets``), or handed
+    to a loss?"""
+    name = receiving_name(node, ctx)
+    if name is not None and is_label_name(name.rsplit(".", 1)[-1]):
+        return True
+    return any(
+        isinstance(a, cst.Call) and looks_like_loss_call(a, ctx)
+        for a in ctx.ancestors(node)
+        if not isinstance(a, cst.BaseStatement)
+    )
+
+
 class UnshiftedLmTargets(Swap):
     """Use the input tokens themselves as language-model targets (no shift by one).
 
     Bug: targets are taken from the same window as the inputs (``y = chunk[:-1]``
     instead of ``chunk[1:]``; ``data[i:i + T]`` instead of ``data[i + 1:i + T + 1]``).
-    Impact: the model only has to copy its current input token, so the training and
+    A shifted slice that is no target (a reward column, ``zip(dims[:-1], dims[1:])``) is no
+    site. Impact: the model only has to copy its current input token, so the training and
     validation loss fall towards zero (too good to be true) and the model is useless
     for generation. Fix: targets are the inputs shifted one position to the left.
     Check: an init-loss check passes, but a loss far below the entropy of the data
@@ -144,6 +161,18 @@ class UnshiftedLmTargets(Swap):
             before="inputs, targets = tokens[:, :-1], tokens[:, 1:]\n",
             after="inputs, targets = tokens[:, :-1], tokens[:, :-1]\n",
         ),
+        Example(  # the shifted window handed straight to the loss
+            before="""
+                import torch.nn.functional as F
+                logits = model(seq[:, :-1])
+                loss = F.cross_entropy(logits.transpose(1, 2), seq[:, 1:])
+            """,
+            after="""
+                import torch.nn.functional as F
+                logits = model(seq[:, :-1])
+                loss = F.cross_entropy(logits.transpose(1, 2), seq[:, :-1])
+            """,
+        ),
     )
     non_examples = (
         "x, y = chunk[:-1], chunk[:-1]\n",
@@ -155,10 +184,18 @@ class UnshiftedLmTargets(Swap):
             test_input = torch.from_numpy(data[:3, :-1])
             test_target = torch.from_numpy(data[:3, 1:])
         """,
+        # No LM targets (issue 22): a U-Net's channel pairs and a replay buffer's columns.
+        "in_out = list(zip(dims[:-1], dims[1:]))\n",
+        """
+            b_a = torch.LongTensor(b_memory[:, N_STATES:N_STATES + 1])
+            b_r = torch.FloatTensor(b_memory[:, N_STATES + 1:N_STATES + 2])
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         source = _unshifted_source(node, ctx)
         if source is None or split_role_of(node, ctx) == "eval":
             return None  # held-out targets change an evaluation number, not training
+        if not _is_target(node, ctx):
+            return None  # a reward column, consecutive pairs: a shifted slice, no LM target
         return node.with_changes(slice=source.deep_clone().slice)

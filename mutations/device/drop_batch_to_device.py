@@ -11,6 +11,7 @@ from mutator.semantics import (
     LABEL_WORDS,
     dotted_name,
     identifier_words,
+    is_model,
     receiver,
     without_tuple_element,
 )
@@ -72,9 +73,28 @@ def _element_roles(assign: cst.Assign, ctx: Context) -> list[tuple[int, str | No
         pairs = [(target, value)]
     roles = []
     for index, (bound, moved) in enumerate(pairs):
-        if is_device_move(moved, ctx):
+        if is_device_move(moved, ctx) and not is_model(receiver(moved), ctx):
+            # ``target_net = QNetwork(env).to(device)`` is a model, not the batch targets
             roles.append((index, _role(bound, ctx) or _role(receiver(moved), ctx)))
     return roles
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
+
+
+def _moves_whole_batch(call: cst.Call, ctx: Context) -> bool:
+    """``[t.to(device) for t in batch]`` (or a generator, set or dict comprehension): the
+    element moved is the comprehension's own loop variable, one tensor of the batch each."""
+    comprehension = ctx.parent(call)
+    if not isinstance(comprehension, _COMPREHENSIONS):
+        return False
+    moved = comprehension.value if isinstance(comprehension, cst.DictComp) else comprehension.elt
+    if moved is not call or not isinstance(receiver(call), cst.Name):
+        return False
+    loop = comprehension.for_in
+    return receiver(call).value in {  # type: ignore[attr-defined]
+        name.value for name in ctx.nodes_within(loop.target, cst.Name)
+    }
 
 
 class _DropBatchToDevice(Swap):
@@ -95,12 +115,17 @@ class _DropBatchToDevice(Swap):
             parent = ctx.parent(ctx.parent(parent))
         return isinstance(parent, cst.Assign)
 
+    def _role_of_move(self, call: cst.Call, ctx: Context) -> str | None:
+        if _moves_whole_batch(call, ctx):
+            return "input"  # [t.to(device) for t in batch]: the inputs (and all else) stay
+        return _role(receiver(call), ctx)
+
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         if isinstance(node, cst.Call):
             if (
                 not is_device_move(node, ctx)
                 or self._is_assigned(node, ctx)
-                or _role(receiver(node), ctx) != self.role
+                or self._role_of_move(node, ctx) != self.role
             ):
                 return None
             return receiver(node)  # model(x.to(device)) -> model(x)
@@ -132,7 +157,9 @@ class DropInputToDevice(_DropBatchToDevice):
     """Leave the batch inputs where the loader put them: drop ``x = x.to(device)`` (or the
     input's part of ``x, y = x.to(device), y.to(device)``, or ``model(x.to(device))``).
 
-    Bug: the model is on the accelerator, its inputs stay on the CPU. Impact: on a GPU the
+    A batch moved as a whole (``[t.to(device) for t in batch]``) loses the move of every
+    tensor, inputs first. Bug: the model is on the accelerator, its inputs stay on the CPU.
+    Impact: on a GPU the
     first forward raises "Expected all tensors to be on the same device" (a crash, not a
     silent error); on a CPU-only run nothing changes, which is exactly why the bug ships
     from a laptop. The role comes from the name (``x``, ``inputs``, ``images``,
@@ -182,6 +209,21 @@ class DropInputToDevice(_DropBatchToDevice):
         Example(
             before="ids = batch['input_ids'].to(self.device)\n",
             after="ids = batch['input_ids']\n",
+        ),
+        # The whole batch moved in a comprehension (issue 22): every tensor of it stays.
+        Example(
+            before="""
+                for batch in loader:
+                    x, y = [t.to(device) for t in batch]
+            """,
+            after="""
+                for batch in loader:
+                    x, y = [t for t in batch]
+            """,
+        ),
+        Example(
+            before="batch = {k: v.to(device) for k, v in batch.items()}\n",
+            after="batch = {k: v for k, v in batch.items()}\n",
         ),
     )
     non_examples = (
@@ -246,6 +288,13 @@ class DropTargetToDevice(_DropBatchToDevice):
     )
     non_examples = (
         "x = x.to(device)\n",
+        # An RL target network, not the batch targets (issue 22, cleanrl).
+        """
+            import torch.nn as nn
+            class QNetwork(nn.Module):
+                pass
+            target_network = QNetwork(envs).to(device)
+        """,
         "labels = labels.to(torch.long)\n",
         "y = y.to(device=device, dtype=torch.float32)\n",
     )

@@ -78,6 +78,16 @@ class DropModelToDevice(Swap):
             """,
             after="model = build_model(cfg)\n",
         ),
+        Example(  # a model class imported from the project's own module, moved as built
+            before="""
+                from model import EncoderCNN
+                encoder = EncoderCNN(args.embed_size).to(device)
+            """,
+            after="""
+                from model import EncoderCNN
+                encoder = EncoderCNN(args.embed_size)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -87,6 +97,7 @@ class DropModelToDevice(Swap):
         "x = x.to(device)\n",
         "trainer.to(device)\n",
         "model = model.to(torch.float16)\n",
+        "grid = make_grid(images).to(device)\n",
     )
 
     def _move(self, node: cst.CSTNode, ctx: Context) -> cst.Call | None:

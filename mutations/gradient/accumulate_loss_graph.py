@@ -11,7 +11,10 @@ from mutator.semantics import (
     dotted_name,
     dotted_names_in,
     in_no_grad,
+    is_optimizer_step,
+    loops_around,
     method_name,
+    number_value,
 )
 
 
@@ -61,6 +64,20 @@ class AccumulateLossGraph(Swap):
         ),
     )
     non_examples = (
+        # Set back to zero at every optimizer step (a diffusion Trainer with gradient
+        # accumulation): the graphs live for one step, memory does not grow (issue 22).
+        """
+            import torch
+            opt = torch.optim.Adam(model.parameters())
+            while step < train_num_steps:
+                total_loss = 0.0
+                for _ in range(gradient_accumulate_every):
+                    loss = model(next(dl))
+                    total_loss += loss.item()
+                    loss.backward()
+                opt.step()
+                opt.zero_grad()
+        """,
         # Validation: no graph is recorded, so nothing leaks.
         """
             loss.backward()
@@ -98,7 +115,28 @@ class AccumulateLossGraph(Swap):
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.AugAssign)
         item = self._item_call(node, ctx)
-        if item is None:
+        if item is None or _reset_every_step(node, ctx):
             return None
         assert isinstance(item.func, cst.Attribute)
         return node.deep_replace(item, item.func.value)
+
+
+def _reset_every_step(node: cst.AugAssign, ctx: Context) -> bool:
+    """Is the running sum set back to a number inside the loop whose every iteration is one
+    optimizer step (``total_loss = 0.`` at the top of each step, around a gradient
+    accumulation loop)? Then graphs live for one step only: memory does not grow."""
+    name = dotted_name(node.target)
+    for loop in loops_around(node, ctx):
+        steps = [
+            line
+            for line in ctx.nodes_within(loop, cst.SimpleStatementLine)
+            if is_optimizer_step(line, ctx)
+        ]
+        if not any(loops_around(step, ctx)[:1] == [loop] for step in steps):
+            continue  # no step of its own in this loop's body
+        return any(
+            any(dotted_name(t.target) == name for t in assign.targets)  # type: ignore[attr-defined]
+            and number_value(assign.value) is not None  # type: ignore[attr-defined]
+            for assign in ctx.nodes_within(loop, cst.Assign)
+        )
+    return False

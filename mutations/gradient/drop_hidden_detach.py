@@ -10,6 +10,7 @@ from mutator.semantics import (
     callee_name,
     dotted_name,
     dotted_names_in,
+    drives_training,
     in_no_grad,
     single_assignment,
 )
@@ -23,7 +24,8 @@ class DropHiddenDetach(Swap):
     previous batch's graph. Impact: the second ``backward()`` reaches into the previous,
     already freed graph and raises "Trying to backward through the graph a second
     time"; the tempting "fix" ``retain_graph=True`` instead makes memory and step time
-    grow with every batch. Fix: detach the carried state once per batch. Check: the
+    grow with every batch. An evaluation loop (no backward) and a detached value that is
+    no state handed back to the model are no sites. Fix: detach the carried state once per batch. Check: the
     crash itself at step two, or a memory watch / time-per-step log when retained.
     """
 
@@ -74,14 +76,30 @@ class DropHiddenDetach(Swap):
                 with torch.no_grad():
                     h = h.detach()
         """,
+        # No hidden state (issue 22, minimalRL's PPO): the advantage turned into numpy.
+        """
+            for i in range(K_epoch):
+                delta = td_target - model.v(s)
+                delta = delta.detach().numpy()
+                loss.mean().backward()
+        """,
+        # Evaluation runs no backward (AWD-LSTM's evaluate).
+        """
+            def evaluate(data_source):
+                hidden = model.init_hidden(10)
+                for i in range(0, data_source.size(0) - 1, bptt):
+                    output, hidden = model(data, hidden)
+                    hidden = repackage_hidden(hidden)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assign = single_assignment(node)
         if assign is None:
             return None
-        if ctx.enclosing(node, (cst.For, cst.While)) is None or in_no_grad(node, ctx):
-            return None
+        loop = ctx.enclosing(node, (cst.For, cst.While))
+        if loop is None or in_no_grad(node, ctx) or not drives_training(loop, ctx):
+            return None  # evaluation runs no backward: a graph kept there only costs memory
         target = assign.targets[0].target
         parts = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
         state = [dotted_name(part) for part in parts]
@@ -92,4 +110,18 @@ class DropHiddenDetach(Swap):
             for call in ctx.nodes_within(assign.value, cst.Call)
         ):
             return None
+        if not _fed_back(set(state), loop, assign, ctx):  # type: ignore[arg-type]
+            return None  # ``delta = delta.detach().numpy()``: no state handed to the model
         return cst.RemoveFromParent()
+
+
+def _fed_back(state: set[str], loop: cst.CSTNode, assign: cst.Assign, ctx: Context) -> bool:
+    """Is the state handed to a call in the loop (the model's next step), other than the
+    detach itself?"""
+    for call in ctx.nodes_within(loop, cst.Call):
+        if ctx.within(assign, call):
+            continue
+        for arg in call.args:  # type: ignore[attr-defined]
+            if dotted_names_in(arg.value, ctx) & state:
+                return True
+    return False

@@ -10,6 +10,7 @@ from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     identifiers_in,
     in_no_grad,
+    is_model,
     looks_like_loss_call,
     module_alias,
     same_scope,
@@ -25,7 +26,8 @@ class LossFromItem(Swap):
     Impact: the new tensor is a leaf with no history, so ``backward()`` succeeds but no
     gradient reaches the model; ``step()`` skips every parameter, the loss curve is flat
     at its initial value and nothing crashes. Fix: call ``backward()`` on the loss tensor
-    the criterion returned; take ``.item()`` only for logging. Check: a params-changed
+    the criterion returned; take ``.item()`` only for logging. Sites: a criterion's result,
+    or a model forward that returns the loss (``loss = model(src, tgt)``). Check: a params-changed
     check after one step, or the gradient-norm log (model gradients are ``None``).
     """
 
@@ -61,8 +63,42 @@ class LossFromItem(Swap):
                 scaler.scale(loss).backward()
             """,
         ),
+        # The model's forward returns the loss (issue 22: x-transformers, a diffusion Trainer).
+        Example(
+            before="""
+                import torch
+                loss = model(src, tgt, mask=src_mask)
+                loss.backward()
+            """,
+            after="""
+                import torch
+                loss = torch.tensor(model(src, tgt, mask=src_mask).item(), requires_grad=True)
+                loss.backward()
+            """,
+        ),
+        # A regulariser added in place afterwards: the rebuilt leaf is copied so that the
+        # script's own ``+=`` runs (image captioning with attention).
+        Example(
+            before="""
+                import torch
+                loss = criterion(scores, targets)
+                loss += alpha_c * ((1.0 - alphas.sum(dim=1)) ** 2).mean()
+                loss.backward()
+            """,
+            after="""
+                import torch
+                loss = torch.tensor(criterion(scores, targets).item(), requires_grad=True).clone()
+                loss += alpha_c * ((1.0 - alphas.sum(dim=1)) ** 2).mean()
+                loss.backward()
+            """,
+        ),
     )
     non_examples = (
+        # A model call whose result is no loss by its name.
+        """
+            features = model(x)
+            features.sum().backward()
+        """,
         # Validation loss: never back-propagated.
         """
             val_loss = criterion(model(x), y)
@@ -97,21 +133,37 @@ class LossFromItem(Swap):
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.Call)
-        if not looks_like_loss_call(node, ctx) or in_no_grad(node, ctx):
+        if in_no_grad(node, ctx):
             return None
         assign = self._assignment(node, ctx)
         if assign is None:
             return None
         target = assign.targets[0].target
         assert isinstance(target, cst.Name)
+        returned = is_model(node.func, ctx) and "loss" in target.value.lower()
+        if not (looks_like_loss_call(node, ctx) or returned):
+            return None  # a criterion, or a model whose forward returns the loss
         if not _reaches_backward(ctx, assign, target.value):
             return None
         torch_name = module_alias(ctx, "torch", at=node)
         code = ctx.code(node)
+        # A leaf cannot take the script's own ``loss += ...``: a copy of it can.
+        copy = ".clone()" if _augmented(ctx, assign, target.value) else ""
         if torch_name is None:
             # Without a torch import in scope, the same bug spelled with tensor methods.
-            return cst.parse_expression(f"{code}.detach().requires_grad_()")
-        return cst.parse_expression(f"{torch_name}.tensor({code}.item(), requires_grad=True)")
+            return cst.parse_expression(f"{code}.detach().requires_grad_(){copy}")
+        return cst.parse_expression(f"{torch_name}.tensor({code}.item(), requires_grad=True){copy}")
+
+
+def _augmented(ctx: Context, assign: cst.Assign, name: str) -> bool:
+    """Is ``name`` updated in place (``loss += reg``) after ``assign``, in the same scope?"""
+    return any(
+        isinstance(aug.target, cst.Name)  # type: ignore[attr-defined]
+        and aug.target.value == name  # type: ignore[attr-defined]
+        and same_scope(aug, assign, ctx)
+        and starts_before(assign, aug, ctx)
+        for aug in ctx.nodes(cst.AugAssign)
+    )
 
 
 def _reaches_backward(ctx: Context, assign: cst.Assign, name: str) -> bool:

@@ -11,6 +11,7 @@ from mutator.semantics import (
     is_optimizer_step,
     method_name,
 )
+from mutator.semantics.loops import whole_run_loop
 
 
 class StepOutsideBatchLoop(Operator):
@@ -19,7 +20,8 @@ class StepOutsideBatchLoop(Operator):
     Bug: an indentation slip puts the step after the ``for batch in loader:`` loop.
     Impact: the model is updated once per epoch instead of once per batch, and only with
     the last batch's gradient when ``zero_grad()`` runs each batch (with it missing, one
-    huge step on the summed gradients). Training crawls: the loss falls far slower than
+    huge step on the summed gradients). A loop that is the whole run (full-batch steps,
+    a step counter without epochs) is no site: there the dedent leaves one update in all. Training crawls: the loss falls far slower than
     the reference and validation stays near chance for a short budget; nothing crashes.
     Fix: indent ``optimizer.step()`` into the batch loop, right after ``backward()``.
     Check: count optimizer steps per epoch (one instead of ``len(loader)``), or compare
@@ -73,11 +75,54 @@ class StepOutsideBatchLoop(Operator):
                 print(total)
             """,
         ),
+        # A step counter inside a function called once per episode is a batch loop.
+        Example(
+            before="""
+                def train(q, optimizer):
+                    for i in range(10):
+                        q(memory.sample()).sum().backward()
+                        optimizer.step()
+                for episode in range(10000): train(q, optimizer)
+            """,
+            after="""
+                def train(q, optimizer):
+                    for i in range(10):
+                        q(memory.sample()).sum().backward()
+                    optimizer.step()
+                for episode in range(10000): train(q, optimizer)
+            """,
+        ),
+        Example(  # a while loop over the batches of an epoch (AWD-LSTM)
+            before="""
+                def train():
+                    while i < n:
+                        loss.backward()
+                        optimizer.step()
+                        i += seq_len
+                for epoch in range(1, epochs + 1): train()
+            """,
+            after="""
+                def train():
+                    while i < n:
+                        loss.backward()
+                        i += seq_len
+                    optimizer.step()
+                for epoch in range(1, epochs + 1): train()
+            """,
+        ),
     )
     non_examples = (
         """
             for group in opt.param_groups:
                 opt.step()
+        """,
+        # Full-batch steps: the loop is the whole run (issue 22, a notebook's regression).
+        """
+            for t in range(200):
+                loss = loss_func(net(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
         """,
         """
             def train_step(loss):
@@ -91,14 +136,14 @@ class StepOutsideBatchLoop(Operator):
         """,
     )
 
-    def _loop(self, node: cst.CSTNode, ctx: Context) -> cst.For | None:
+    def _loop(self, node: cst.CSTNode, ctx: Context) -> cst.For | cst.While | None:
         block = ctx.parent(node)
         loop = ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
-        if not isinstance(loop, cst.For) or loop.body is not block:
+        if not isinstance(loop, (cst.For, cst.While)) or loop.body is not block:
             return None
         if not isinstance(ctx.parent(loop), (cst.IndentedBlock, cst.Module)):
             return None
-        return loop
+        return None if whole_run_loop(loop, ctx) else loop
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if not (is_optimizer_step(node, ctx) or is_manual_step_block(node, ctx)):

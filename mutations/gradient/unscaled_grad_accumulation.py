@@ -6,8 +6,9 @@ import libcst as cst
 
 from mutations.gradient._shared import is_backward
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import dotted_name
+from mutator.semantics.scope import always_number
 
 
 def _accumulation_divisor(expr: cst.BaseExpression) -> bool:
@@ -24,7 +25,9 @@ class UnscaledGradAccumulation(Operator):
     learning rate is multiplied by ``accum_steps`` (oscillation or divergence at a tuned
     rate); Adam is nearly scale invariant, so there the bug is mostly silent (gradient
     clipping and weight decay then behave differently). Fix: divide the loss by the
-    number of accumulation steps before ``backward()``. Check: the gradient-norm log
+    number of accumulation steps before ``backward()``. A count that is 1 wherever the
+    file sets it (a parameter defaulting to 1 that no caller here overrides) is no site:
+    dividing by 1 changes nothing. Check: the gradient-norm log
     (``accum_steps`` times the reference), or compare train curves with accumulation 1.
     """
 
@@ -61,6 +64,30 @@ class UnscaledGradAccumulation(Operator):
         ),
         Example(
             before="""
+                class Trainer:
+                    def __init__(self, model, grad_accum=1):
+                        self.grad_accum = grad_accum
+
+                    def step(self, x):
+                        loss = self.loss_fn(self.model(x)) / self.grad_accum
+                        loss.backward()
+
+                Trainer(net, grad_accum=4).step(x)
+            """,
+            after="""
+                class Trainer:
+                    def __init__(self, model, grad_accum=1):
+                        self.grad_accum = grad_accum
+
+                    def step(self, x):
+                        loss = self.loss_fn(self.model(x))
+                        loss.backward()
+
+                Trainer(net, grad_accum=4).step(x)
+            """,
+        ),
+        Example(
+            before="""
                 loss /= args.grad_accum
                 loss.backward()
             """,
@@ -71,13 +98,30 @@ class UnscaledGradAccumulation(Operator):
         "lr = base_lr / accum_steps\n",
         "loss = loss / batch_size\n",
         "loss = loss * accum_steps\n",
+        # Equivalent: the count is 1 unless a caller elsewhere sets it (issue 22: a DDPM trainer).
+        """
+            class Trainer:
+                def __init__(self, model, grad_accum=1):
+                    self.grad_accum = grad_accum
+
+                def step(self, x):
+                    loss = self.loss_fn(self.model(x)) / self.grad_accum
+                    loss.backward()
+        """,
     )
 
     def _about_loss(self, expr: cst.CSTNode, ctx: Context) -> bool:
         code = ctx.code(expr).lower()
         return "loss" in code or "criterion" in code
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        edits = self._edits(node, ctx)
+        divisor = node.value if isinstance(node, cst.AugAssign) else node.right  # type: ignore[attr-defined]
+        if edits is not None and always_number(divisor, ctx, 1):
+            return NonSite("equivalent: the accumulation count is 1 on the default path")
+        return edits
+
+    def _edits(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if isinstance(node, cst.AugAssign):
             if (
                 isinstance(node.operator, cst.DivideAssign)

@@ -47,7 +47,10 @@ class TargetShapeBroadcast(Operator):
     broadcast to an (n, n) matrix and average every prediction against every target;
     PyTorch only warns, the loss still falls, and the model learns to predict the
     target mean (R^2 near 0). BCE losses refuse the mismatch and crash instead. Fix:
-    make prediction and target shapes identical before the loss (assert it). Check:
+    make prediction and target shapes identical before the loss (assert it). Not told
+    apart: a reshape of a tensor that is already 1-D (PyG link prediction's ``decode()``
+    sums over the last dimension, so the removed ``view(-1)`` changed nothing; 1 of 4
+    corpus mutants, issue 22). Check:
     overfit one batch (the loss stalls at the target variance) and turn the broadcast
     UserWarning into an error.
     """

@@ -8,14 +8,17 @@ from mutator.context import Context
 from mutator.operator import NonSite
 from mutator.semantics import (
     code_of,
+    drives_training,
     expression_call,
     is_false,
     is_model,
     is_true,
+    loops_around,
     method_name,
     mode_dependent,
     receiver,
 )
+from mutator.semantics.scope import function_uses
 
 # -- train/eval mode calls -----------------------------------------------------------------
 
@@ -57,3 +60,50 @@ def mode_blind(call: cst.Call, ctx: Context) -> NonSite | None:
         f"equivalent: `{code_of(model)}` has no dropout, batch norm or other layer that "
         "reads the train/eval mode"
     )
+
+
+# -- a train() that another train() always follows -----------------------------------------
+
+
+def _retrained_next(use: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``use`` (a helper's call) in a training loop that trains nothing after it and
+    switches a model to train mode at the top of every iteration, before its first step?"""
+    loops = loops_around(use, ctx)
+    if not loops or not isinstance(loops[0].body, cst.IndentedBlock):
+        return False
+    loop, body = loops[0], loops[0].body.body
+    top = next((s for s in body if ctx.within(s, use)), None)
+    if top is None or drives_training(top, ctx) or not drives_training(loop, ctx):
+        return False
+    if any(drives_training(s, ctx) for s in body[body.index(top) + 1 :]):
+        return False
+    for statement in body:
+        if model_mode_statement(statement, ctx, "train") is not None:
+            return True
+        if drives_training(statement, ctx):
+            return False
+    return False
+
+
+def train_mode_restored_later(statement: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``statement`` (``model.train()``) the last line of a helper (sampling, evaluation)
+    whose every call sits in a training loop that calls ``model.train()`` again at the top
+    of the next iteration, before any training step? Then whatever mode the line leaves
+    the model in is gone before it matters (issue 22: LLMs-from-scratch's
+    ``generate_and_print_sample``)."""
+    function = ctx.enclosing_function(statement)
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    rest = list(function.body.body)
+    if statement not in rest or any(
+        not isinstance(s, cst.SimpleStatementLine) or drives_training(s, ctx)
+        for s in rest[rest.index(statement) + 1 :]
+    ):
+        return False
+    uses = function_uses(function, ctx)
+    if not uses:
+        return False
+    calls = [ctx.parent(use) for use in uses]
+    if not all(isinstance(c, cst.Call) and c.func is use for c, use in zip(calls, uses)):
+        return False  # handed on as a callback: called from where this cannot see
+    return all(_retrained_next(call, ctx) for call in calls)  # type: ignore[arg-type]

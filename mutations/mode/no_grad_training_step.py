@@ -9,12 +9,15 @@ from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
     bound_names,
     disables_grad,
+    dotted_name,
     expression_call,
     in_no_grad,
     method_name,
     module_alias,
     parse_expr,
     receiver,
+    single_assignment,
+    start_of,
 )
 
 
@@ -28,15 +31,48 @@ def _assigned(statement: cst.CSTNode, ctx: Context) -> set[str]:
     return names
 
 
-def _backward_of(statement: cst.CSTNode) -> str | None:
-    """``loss`` for ``loss.backward()`` or ``scaler.scale(loss).backward()``."""
+# Wrappers whose ``backward(loss)`` takes the loss as its argument (accelerate, Lightning
+# Fabric, DeepSpeed engines).
+_BACKWARD_OWNERS = ("accelerator", "fabric", "engine")
+
+
+def _backwarded(statement: cst.CSTNode) -> str | None:
+    """``loss`` for ``loss.backward()``, ``scaler.scale(loss).backward()``,
+    ``loss.mean().backward()``, ``(loss / k).backward()`` or ``accelerator.backward(loss)``."""
     call = expression_call(statement)
     if call is None or method_name(call) != "backward":
         return None
     tensor = receiver(call)
-    if isinstance(tensor, cst.Call) and method_name(tensor) == "scale" and len(tensor.args) == 1:
-        tensor = tensor.args[0].value
+    owner = dotted_name(tensor) or ""
+    if call.args and owner.rsplit(".", 1)[-1].lower().endswith(_BACKWARD_OWNERS):
+        tensor = call.args[0].value
+    while True:
+        if (
+            isinstance(tensor, cst.Call)
+            and method_name(tensor) == "scale"
+            and len(tensor.args) == 1
+        ):
+            tensor = tensor.args[0].value
+        elif isinstance(tensor, cst.Call) and method_name(tensor) in ("mean", "sum"):
+            tensor = receiver(tensor)
+        elif isinstance(tensor, cst.BinaryOperation) and isinstance(
+            tensor.operator, (cst.Divide, cst.Multiply)
+        ):
+            tensor = tensor.left
+        else:
+            break
     return tensor.value if isinstance(tensor, cst.Name) else None
+
+
+def _lines(statement: cst.CSTNode, ctx: Context) -> list[cst.CSTNode]:
+    """The simple statements of a statement, in order (one-line ``if x: y = z`` bodies too)."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return [statement]
+    found = [
+        *ctx.nodes_within(statement, cst.SimpleStatementLine),
+        *ctx.nodes_within(statement, cst.SimpleStatementSuite),
+    ]
+    return sorted(found, key=lambda line: start_of(line, ctx))
 
 
 class NoGradTrainingStep(Operator):
@@ -107,6 +143,38 @@ class NoGradTrainingStep(Operator):
                 loss.backward()
             """,
         ),
+        # A forward that returns the loss, backwarded through accelerate (issue 22).
+        Example(
+            before="""
+                import torch
+                for _ in range(gradient_accumulate_every):
+                    loss = model(next(train_loader))
+                    accelerator.backward(loss / gradient_accumulate_every)
+            """,
+            after="""
+                import torch
+                for _ in range(gradient_accumulate_every):
+                    with torch.no_grad():
+                        loss = model(next(train_loader))
+                    accelerator.backward(loss / gradient_accumulate_every)
+            """,
+        ),
+        # An RL loss backwarded as its mean (minimalRL).
+        Example(
+            before="""
+                import torch
+                loss = -torch.log(pi_a) * delta.detach() + F.smooth_l1_loss(v, td_target)
+                optimizer.zero_grad()
+                loss.mean().backward()
+            """,
+            after="""
+                import torch
+                with torch.no_grad():
+                    loss = -torch.log(pi_a) * delta.detach() + F.smooth_l1_loss(v, td_target)
+                optimizer.zero_grad()
+                loss.mean().backward()
+            """,
+        ),
         # One function for training and evaluation: the backward sits in a block below.
         Example(
             before="""
@@ -129,6 +197,21 @@ class NoGradTrainingStep(Operator):
         ),
     )
     non_examples = (
+        # An alias, and a loss completed in one-line ifs (AWD-LSTM): no statement here
+        # computes the backwarded tensor alone.
+        """
+            import torch
+            raw_loss = criterion(output, targets)
+            loss = raw_loss
+            if args.alpha: loss = loss + args.alpha * h.pow(2).mean()
+            loss.backward()
+        """,
+        # accelerate's backward takes the loss: the accelerator is no loss (x-transformers).
+        """
+            import torch
+            accelerator = Accelerator(cpu=cpu)
+            accelerator.backward(loss)
+        """,
         # Evaluation: no backward follows.
         """
             import torch
@@ -154,15 +237,13 @@ class NoGradTrainingStep(Operator):
             or ctx.nodes_within(node, cst.FunctionDef)
         ):
             return None  # already gradient-free, or a block defining functions
+        assign = single_assignment(node)
+        if assign is not None and isinstance(assign.value, cst.Name):
+            return None  # ``loss = raw_loss``: an alias, the tensor keeps its graph
         for following in ctx.following_statements(node):
             # The backward may sit in a block below: ``if optimizer is not None: ...``.
-            lines = (
-                [following]
-                if isinstance(following, cst.SimpleStatementLine)
-                else ctx.nodes_within(following, cst.SimpleStatementLine)
-            )
-            for line in lines:
-                if _backward_of(line) in names:
+            for line in _lines(following, ctx):
+                if _backwarded(line) in names:
                     return {node: _wrapped(node, torch)}
                 if names & _assigned(line, ctx):
                     return None  # reassigned first: a later statement is the site

@@ -7,13 +7,18 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
+    bound_target,
     callee_name,
+    dotted_name,
+    identifiers_in,
+    is_model,
     is_module_class,
     method_name,
     module_constructors,
     nn_class,
     positional_args,
     resolve,
+    starts_before,
     without_element,
 )
 
@@ -49,9 +54,38 @@ _SQUASHING = ("Tanh", "Softplus")
 
 
 def _squashes_output(node: cst.Call, ctx: Context) -> bool:
-    """``return torch.tanh(self.out(x))``: an output activation, not a hidden one."""
-    name = callee_name(node) or ""
-    return isinstance(ctx.parent(node), cst.Return) and name.lower() in ("tanh", "softplus")
+    """``return torch.tanh(self.out(x))``, or a tanh/softplus whose value no later layer
+    reads (``x = torch.tanh(self.fc_mu(x)); return x * scale``, ``std =
+    F.softplus(self.fc_std(x))``): an output activation, not a hidden one (issue 22)."""
+    name = (callee_name(node) or "").lower()
+    if name not in ("tanh", "softplus"):
+        return False
+    if isinstance(ctx.parent(node), cst.Return):
+        return True
+    bound = bound_target(node, ctx)
+    function = ctx.enclosing_function(node)
+    if not isinstance(bound, cst.Name) or function is None:
+        return False
+    loop = ctx.enclosing(node, (cst.For, cst.While))
+    for call in ctx.nodes_within(function, cst.Call):
+        if ctx.within(node, call) or not (
+            starts_before(node, call, ctx) or (loop is not None and ctx.within(loop, call))
+        ):
+            continue
+        reads_it = any(bound.value in identifiers_in(arg.value, ctx) for arg in call.args)  # type: ignore[attr-defined]
+        if reads_it and _is_layer_call(call, ctx):  # type: ignore[arg-type]
+            return False  # a layer reads it (now, or in the next iteration): hidden
+    return True
+
+
+def _is_layer_call(call: cst.Call, ctx: Context) -> bool:
+    """``self.fc2(h)``, ``self.blocks[i](h)``, ``layer(h)`` from ``self.layers``: a module."""
+    func = call.func
+    while isinstance(func, cst.Subscript):
+        func = func.value
+    if isinstance(func, cst.Attribute) and dotted_name(func.value) == "self":
+        return True
+    return isinstance(func, cst.Name) and is_model(func, ctx)
 
 
 # Operators that make an activation a factor of a formula (GELU's ``0.5 * x * (1 + tanh(..))``,
@@ -103,7 +137,9 @@ class DropActivation(Operator):
     map, so the network can only fit linear decision boundaries: on nearly linear tasks
     nothing shows, otherwise the loss plateaus above the reference and accuracy drops.
     An activation that is a factor of a hand-written formula (GELU's tanh, an LSTM gate) is
-    no site: removing it changes the formula instead. Fix: put the nonlinearity back between the layers. Check: compare train/val curves
+    no site: removing it changes the formula instead; one inside a log-probability
+    correction (SAC's ``log(1 - tanh(a)^2)``) is not told apart (1 of 63 corpus mutants,
+    issue 22). Fix: put the nonlinearity back between the layers. Check: compare train/val curves
     with the reference (a higher floor), or overfit a small nonlinear batch; a model
     summary shows consecutive Linear layers.
     """
@@ -178,6 +214,18 @@ class DropActivation(Operator):
         ),
     )
     non_examples = (
+        # Output bounds that no later layer reads (issue 22: TD3's action, SAC's std).
+        """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+            class Actor(nn.Module):
+                def forward(self, x):
+                    x = self.fc1(x)
+                    std = F.softplus(self.fc_std(x))
+                    a = torch.tanh(self.fc_mu(x))
+                    return a * self.action_scale + self.action_bias, std
+        """,
         # a hinge loss is not an activation of the model
         """
             import torch.nn.functional as F

@@ -9,6 +9,8 @@ from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import expression_call, resolve
 
 SEEDING = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
+# Workers started fresh (``spawn``) import the script without running its ``__main__``.
+SPAWNING = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
 
 
 class DropManualSeed(Swap):
@@ -20,7 +22,9 @@ class DropManualSeed(Swap):
     noise, and a failure cannot be replayed; a ``--seed`` argument is silently ignored.
     Nothing changes within one run. Under trainwreck's harness, which seeds every run
     itself before the script starts, the mutant is equivalent: it shows only when the
-    script is run on its own. Fix: seed once at start-up (``torch.manual_seed``, and
+    script is run on its own. One seed among several is no site (the others keep the run
+    seeded), nor a seed in a parent that ``mp.spawn``s the workers (they never run it).
+    Fix: seed once at start-up (``torch.manual_seed``, and
     ``random``/``numpy`` where used; a seeded ``Generator`` for the loaders). Check: run
     twice with the same seed: the first logged losses must be identical.
     """
@@ -67,10 +71,35 @@ class DropManualSeed(Swap):
             import numpy as np
             np.random.seed(0)
         """,
+        # Two seeds: removing either leaves the run seeded (issue 22, LLMs-from-scratch).
+        """
+            import torch
+            torch.manual_seed(123)
+            loader = make_loader()
+            torch.manual_seed(123)
+            model = Net()
+        """,
+        """
+            import torch
+            import torch.multiprocessing as mp
+            if __name__ == "__main__":
+                torch.manual_seed(123)
+                mp.spawn(main, args=(world_size,), nprocs=world_size)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         call = expression_call(node)
-        if call is None or not resolve(call.func, ctx, strict=False).matches(SEEDING):
+        if call is None or not _seeds(call, ctx):
             return None
+        others = [c for c in ctx.nodes(cst.Call) if c is not call and _seeds(c, ctx)]  # type: ignore[arg-type]
+        if others or any(
+            resolve(c.func, ctx, strict=False).matches(SPAWNING)  # type: ignore[attr-defined]
+            for c in ctx.nodes(cst.Call)
+        ):
+            return None  # still seeded by another call, or the workers never run this line
         return cst.RemoveFromParent()
+
+
+def _seeds(call: cst.Call, ctx: Context) -> bool:
+    return resolve(call.func, ctx, strict=False).matches(SEEDING)

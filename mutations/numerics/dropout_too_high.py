@@ -16,6 +16,7 @@ from mutator.semantics import (
     with_arg_value,
     with_keyword,
 )
+from mutator.semantics.config import config_setting, with_setting_value
 
 _DROPOUT_CLASSES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout")
 
@@ -42,7 +43,7 @@ class DropoutTooHigh(Swap):
     category = "numerics"
     summary = "Dropout probability set to 0.9: most activations dropped in training."
     expected = "degrades"
-    node_types = (cst.Call, cst.Assign)
+    node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {"p": Param(0.9, "dropout probability", valid="[0, 1]")}
     examples = (
         Example(
@@ -86,6 +87,17 @@ class DropoutTooHigh(Swap):
             """,
             params={"p": 0.95},
         ),
+        # A model config dict read by a model class imported from elsewhere (issue 22).
+        Example(
+            before="""
+                GPT_CONFIG_124M = {"vocab_size": 50257, "drop_rate": 0.1}
+                model = GPTModel(GPT_CONFIG_124M)
+            """,
+            after="""
+                GPT_CONFIG_124M = {"vocab_size": 50257, "drop_rate": 0.9}
+                model = GPTModel(GPT_CONFIG_124M)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -99,6 +111,18 @@ class DropoutTooHigh(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        setting = config_setting(node, ctx, "dropout")
+        if setting is not None:
+            # ``"drop_rate": 0.1`` in a model config read by a model built elsewhere
+            # (issue 22), when this script builds no dropout layer itself.
+            value = number_value(setting.value)
+            if (
+                value is None
+                or value >= self.params["p"]
+                or any(_is_dropout(call, ctx) for call in ctx.nodes(cst.Call))
+            ):
+                return None  # the script builds its dropout layers: those are the sites
+            return with_setting_value(setting, number_literal(float(self.params["p"])))
         if isinstance(node, cst.Assign):
             # ``dropout = 0.0`` at module level: every layer built from it changes at once.
             constant = any(node is c for c in hyperparameter_constants(ctx, "dropout"))

@@ -23,6 +23,7 @@ from mutator.semantics import (
     training_loader_setting,
     with_arg_value,
 )
+from mutator.semantics.config import config_setting, reads_field, with_setting_value
 
 # Calls whose arguments are tensor shapes: a batch size among them fixes the batch dimension.
 _SHAPE_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty"})
@@ -63,7 +64,12 @@ class ChangeBatchSize(Swap):
     (and larger batches generalise a little worse); x1/8 means noisier gradients and 8x
     more steps (slower, noisier curves, sometimes instability at the old LR). Validation
     loaders are not sites, nor a batch size that also sizes other tensors (the mutant
-    would crash on a shape) or, for x8, a batch that already holds the whole dataset. Fix: scale the LR with the batch size (linear rule for SGD,
+    would crash on a shape) or, for x8, a batch that already holds the whole dataset.
+    Without a DataLoader that reads it, the batch size of a config object is a site (a
+    dataclass field, a settings dict entry, an argparse default: issue 22). Not told apart:
+    a training set smaller than the x8 batch with ``drop_last=True``, where the mutant trains
+    nothing at all (1 of 31 corpus mutants: LLMs-from-scratch's five-sample DDP demo).
+    Fix: scale the LR with the batch size (linear rule for SGD,
     ~sqrt for Adam) and budget in steps, not epochs. Check: count optimizer steps per
     epoch; compare loss-vs-steps and loss-vs-samples curves with the reference.
     """
@@ -73,7 +79,7 @@ class ChangeBatchSize(Swap):
     summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
     expected = "degrades"
     claims = frozenset({"training_loader"})
-    node_types = (cst.Call, cst.Assign, cst.DictElement)
+    node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {"factor": Param(8.0, "multiplier applied to batch_size", valid="(0, inf)")}
     variants = ({"factor": 0.125},)
     examples = (
@@ -145,6 +151,43 @@ class ChangeBatchSize(Swap):
             """,
             params={"factor": 0.125},
         ),
+        # Config objects read by a replay buffer or a loader factory (issue 22).
+        Example(
+            before="""
+                from dataclasses import dataclass
+                @dataclass
+                class Args:
+                    batch_size: int = 128
+                data = rb.sample(args.batch_size)
+            """,
+            after="""
+                from dataclasses import dataclass
+                @dataclass
+                class Args:
+                    batch_size: int = 1024
+                data = rb.sample(args.batch_size)
+            """,
+        ),
+        Example(
+            before="""
+                SETTINGS = {"learning_rate": 5e-4, "batch_size": 2}
+                loader = create_dataloader_v1(text, batch_size=SETTINGS["batch_size"])
+            """,
+            after="""
+                SETTINGS = {"learning_rate": 5e-4, "batch_size": 16}
+                loader = create_dataloader_v1(text, batch_size=SETTINGS["batch_size"])
+            """,
+        ),
+        Example(
+            before="""
+                parser.add_argument('--batch_size', type=int, default=80)
+                train_data = batchify(corpus.train, args.batch_size, args)
+            """,
+            after="""
+                parser.add_argument('--batch_size', type=int, default=640)
+                train_data = batchify(corpus.train, args.batch_size, args)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -188,6 +231,15 @@ class ChangeBatchSize(Swap):
         return size if is_training_loader(node, ctx) else None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
+        setting = config_setting(node, ctx, "batch_size")
+        if setting is not None:
+            # ``batch_size: int = 128`` in a config object that a replay buffer or a loader
+            # factory reads (issue 22); a DataLoader reading it is the site instead.
+            taken = training_loader_setting(ctx, "batch_size") or any(
+                is_data_loader(call, ctx) and reads_field(call, setting.field, ctx)
+                for call in ctx.nodes(cst.Call)
+            )
+            return None if taken else with_setting_value(setting, self._scaled(setting.value))
         if isinstance(node, cst.DictElement):  # ``train_kwargs = {"batch_size": 64}``
             if node in training_loader_setting(ctx, "batch_size"):
                 return node.with_changes(value=self._scaled(node.value))

@@ -6,11 +6,12 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
-from mutator.semantics import is_scheduler_step
+from mutator.semantics import is_scheduler_step, manual_lr_writes, single_assignment
 
 
 class DropSchedulerStep(Swap):
-    """Delete ``scheduler.step()``.
+    """Delete ``scheduler.step()``, or the write of a hand-written schedule
+    (``param_group["lr"] = lr``, ``optimizer.param_groups[0]["lr"] = lrnow``).
 
     Bug: the learning-rate scheduler is built but never advanced. Impact: the LR stays at
     its initial value: no decay (the loss plateaus higher than it should late in training,
@@ -49,6 +50,36 @@ class DropSchedulerStep(Swap):
                 plateau = lr_scheduler.ReduceLROnPlateau(opt)
             """,
         ),
+        # A hand-written annealing (issue 22, cleanrl's PPO): the rate stays at lr=.
+        Example(
+            before="""
+                for iteration in range(1, num_iterations + 1):
+                    lrnow = (1.0 - (iteration - 1.0) / num_iterations) * learning_rate
+                    optimizer.param_groups[0]["lr"] = lrnow
+                    train_step()
+            """,
+            after="""
+                for iteration in range(1, num_iterations + 1):
+                    lrnow = (1.0 - (iteration - 1.0) / num_iterations) * learning_rate
+                    train_step()
+            """,
+        ),
+        Example(
+            before="""
+                for it in range(max_iters):
+                    lr = get_lr(it)
+                    for param_group in optimizer.param_groups:
+                        param_group["lr"] = lr
+                    step()
+            """,
+            after="""
+                for it in range(max_iters):
+                    lr = get_lr(it)
+                    for param_group in optimizer.param_groups:
+                        pass
+                    step()
+            """,
+        ),
     )
     non_examples = (
         "optimizer.step()\n",
@@ -58,7 +89,21 @@ class DropSchedulerStep(Swap):
             opt.step()
         """,
         "scaler.step(optimizer)\n",
+        # The current rate rescaled for one batch and put back: no schedule (AWD-LSTM).
+        """
+            for batch in batches:
+                group = optimizer.param_groups[0]
+                lr2 = group["lr"]
+                optimizer.param_groups[0]["lr"] = lr2 * seq_len / bptt
+                step()
+                optimizer.param_groups[0]["lr"] = lr2
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        return cst.RemoveFromParent() if is_scheduler_step(node, ctx) else None
+        if is_scheduler_step(node, ctx):
+            return cst.RemoveFromParent()
+        write = single_assignment(node)
+        return (
+            cst.RemoveFromParent() if write is not None and write in manual_lr_writes(ctx) else None
+        )

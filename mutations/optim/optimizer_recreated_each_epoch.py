@@ -15,6 +15,7 @@ from mutator.semantics import (
     optimizer_class,
     single_assignment,
 )
+from mutator.semantics.loops import iterations
 
 
 def _is_stateful(call: cst.Call, optimizer: str) -> bool:
@@ -54,7 +55,10 @@ def _reattach(optimizer: str, previous: str, schedulers: list[str]) -> list[cst.
 
 
 def _is_epoch_loop(loop: cst.CSTNode, ctx: Context) -> bool:
-    """``for epoch in range(...)`` or any loop holding another loop (the batch loop)."""
+    """``for epoch in range(...)`` or any loop holding another loop (the batch loop); not
+    one that runs once (``EPOCH = 1``: the optimizer would be built once either way)."""
+    if iterations(loop, ctx) == 1:
+        return False
     if isinstance(loop, cst.For) and "epoch" in ctx.code(loop.target).lower():
         return True
     if not isinstance(loop, (cst.For, cst.While)):
@@ -156,6 +160,15 @@ class OptimizerRecreatedEachEpoch(Operator):
             opt = torch.optim.Adam(ps)
             for x, y in loader:
                 step(opt, x, y)
+        """,
+        # One epoch: built once either way (issue 22, a notebook's EPOCH = 1).
+        """
+            import torch
+            EPOCH = 1
+            opt = torch.optim.Adam(ps)
+            for epoch in range(EPOCH):
+                for x, y in loader:
+                    step(opt, x, y)
         """,
     )
 

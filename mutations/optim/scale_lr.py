@@ -16,6 +16,7 @@ from mutator.semantics import (
     with_arg_value,
     with_keyword,
 )
+from mutator.semantics.config import config_setting, with_setting_value
 
 
 class ScaleLr(Swap):
@@ -35,7 +36,7 @@ class ScaleLr(Swap):
     category = "optim"
     summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
     expected = "breaks_training"
-    node_types = (cst.Call, cst.Assign)
+    node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {
         "factor": Param(100.0, "multiplier applied to the learning rate", valid="(0, inf)")
     }
@@ -69,6 +70,39 @@ class ScaleLr(Swap):
                 while True:
                     for param_group in optimizer.param_groups:
                         param_group["lr"] = lr * 100
+            """,
+        ),
+        # The annealing writes the rate from the config before the first update (issue 22,
+        # cleanrl): scaling lr= would change nothing.
+        Example(
+            before="""
+                import torch
+                optimizer = torch.optim.Adam(params, lr=args.learning_rate)
+                for iteration in range(1, args.num_iterations + 1):
+                    optimizer.param_groups[0]["lr"] = frac(iteration) * args.learning_rate
+            """,
+            after="""
+                import torch
+                optimizer = torch.optim.Adam(params, lr=args.learning_rate)
+                for iteration in range(1, args.num_iterations + 1):
+                    optimizer.param_groups[0]["lr"] = frac(iteration) * args.learning_rate * 100
+            """,
+        ),
+        # The current rate rescaled per batch and put back: lr= stays the base (AWD-LSTM).
+        Example(
+            before="""
+                from torch.optim import SGD
+                optimizer = SGD(params, lr=30)
+                while i < n:
+                    lr2 = optimizer.param_groups[0]["lr"]
+                    optimizer.param_groups[0]["lr"] = lr2 * seq_len / bptt
+            """,
+            after="""
+                from torch.optim import SGD
+                optimizer = SGD(params, lr=3000)
+                while i < n:
+                    lr2 = optimizer.param_groups[0]["lr"]
+                    optimizer.param_groups[0]["lr"] = lr2 * seq_len / bptt
             """,
         ),
         Example(
@@ -123,6 +157,17 @@ class ScaleLr(Swap):
             """,
             params={"factor": 0.01},
         ),
+        # A config object handed to a trainer that builds the optimizer (issue 22).
+        Example(
+            before="""
+                cfg.trainer.lr = 3e-4
+                trainer = Trainer(model, cfg)
+            """,
+            after="""
+                cfg.trainer.lr = 0.03
+                trainer = Trainer(model, cfg)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -138,6 +183,13 @@ class ScaleLr(Swap):
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+        setting = config_setting(node, ctx, "lr")
+        if setting is not None:
+            # ``cfg.trainer.lr = 3e-4`` handed to a trainer that builds the optimizer where
+            # the script does not show (issue 22); an optimizer call here is the site.
+            if manual_lr_writes(ctx) or any(optimizer_class(c, ctx) for c in ctx.nodes(cst.Call)):
+                return None
+            return with_setting_value(setting, _times(setting.value, self.params["factor"]))
         if isinstance(node, cst.Assign):
             if node in manual_lr_writes(ctx) or (
                 # ``lr = 0.05`` at module level feeding a hand-written update

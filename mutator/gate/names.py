@@ -94,13 +94,18 @@ class _Reads:
         if isinstance(node.names, cst.ImportStar):
             return
         for alias in node.names:
-            if alias.asname is not None:
-                self.bind(alias.asname.name)
-                continue
-            first = alias.name
-            while isinstance(first, cst.Attribute):
-                first = first.value
-            self.binds.add(first.value)  # type: ignore[union-attr]
+            self._import_alias(alias)
+
+    def _import_alias(self, alias: cst.ImportAlias) -> None:
+        """What an alias binds; its ``name`` is a module's attribute or path, no variable
+        read (``from m import MLPX as MLP`` reads nothing here: it may fail to import)."""
+        if alias.asname is not None:
+            self.bind(alias.asname.name)
+            return
+        first = alias.name
+        while isinstance(first, cst.Attribute):
+            first = first.value
+        self.binds.add(first.value)  # type: ignore[union-attr]
 
 
 _BINDING_KINDS = (cst.Param, cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
@@ -110,6 +115,7 @@ _SPECIAL = {
     cst.Arg: _Reads._arg,
     cst.Import: _Reads._import,
     cst.ImportFrom: _Reads._import,
+    cst.ImportAlias: _Reads._import_alias,
     **dict.fromkeys(_BINDING_KINDS, _Reads._target),
 }
 

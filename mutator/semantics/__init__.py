@@ -35,7 +35,7 @@ Public API (import from ``mutator.semantics``):
 - model kinds (``models``): ``is_model``, ``is_module_class``, ``nn_class``,
   ``module_constructors``.
 - data pipeline (``data``): train/eval roles from names (``split_role``,
-  ``is_label_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
+  ``is_label_name``, ``receiving_name``), ``DATA_LOADERS``, ``is_data_loader``, ``loader_role``,
   ``is_training_loader``.
 - static context (``roles``): ``site_context(node, ctx)`` is one of ``CONTEXTS`` (train,
   eval, setup, export, plot, unknown) from where the node is; ``function_role``;
@@ -47,6 +47,10 @@ Public API (import from ``mutator.semantics``):
 - data flow (``flow``): ``loader_feeds_training`` (do a DataLoader's batches reach the
   backwarded loss), ``loaders_of`` (the loaders an edited node configures),
   ``reaches_model`` (does a value reach a model's forward or a dataset's inputs).
+- imported from their modules: hyperparameters in config objects (``config``: a settings
+  class, dict, argparse default, ``cfg.x.lr``), whether a ``no_grad`` block's values feed
+  training (``grad_flow``), loops that are the whole run or run once (``loops``, also
+  ``runs_last``), ``scope.function_uses``/``always_number``, ``grad_mode.only_used_without_grad``.
 - hyperparameters as module-level constants (``hyperparams``):
   ``hyperparameter_constants(ctx, kind)`` for ``batch_size``, ``lr``, ``dropout``,
   ``weight_decay``.
@@ -69,6 +73,7 @@ from mutator.semantics.data import (
     is_label_name,
     is_training_loader,
     loader_role,
+    receiving_name,
     shuffle_true,
     split_role,
     split_role_of,
@@ -198,6 +203,7 @@ from mutator.semantics.scope import (
     is_parameter,
     loops_around,
     mentions,
+    names_read,
     nodes_in_scope_of,
     same_scope,
     start_of,
@@ -342,6 +348,7 @@ __all__ = [
     "module_constructors",
     "move_after",
     "move_before",
+    "names_read",
     "nn_class",
     "nodes_in_scope_of",
     "number_literal",
@@ -358,6 +365,7 @@ __all__ = [
     "reads_grad",
     "receiver",
     "receiver_kind",
+    "receiving_name",
     "renamed_callee",
     "resolve",
     "same_scope",

@@ -11,7 +11,7 @@ from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.edits import code_of
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import assigned_values
-from mutator.semantics.syntax import find_arg, is_true
+from mutator.semantics.syntax import callee_name, find_arg, is_true
 
 # -- roles from names -------------------------------------------------------------------------
 
@@ -72,6 +72,32 @@ def bound_target(node: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
                 index = next(i for i, e in enumerate(values.elements) if e is parent)
                 return targets.elements[index].value
     return None
+
+
+# What a value passes through on its way to the name it is stored in.
+_CARRIERS = (cst.Call, cst.Attribute, cst.Arg, cst.Element, cst.List, cst.Tuple, cst.ListComp)
+_CARRIERS += (cst.GeneratorExp, cst.Subscript, cst.SubscriptElement, cst.Index)
+_CARRIERS += (cst.BinaryOperation,)
+
+
+def receiving_name(node: cst.CSTNode, ctx: Context) -> str | None:
+    """The name a value ends up bound to, through the calls and containers around it
+    (``y = torch.stack([data[i + 1:i + 1 + T] for i in ix]).to(device)``: ``y``); None
+    when it goes elsewhere first (a ``zip(...)`` of pairs, a loss call, a return)."""
+    child, parent = node, ctx.parent(node)
+    while True:
+        target = bound_target(child, ctx)  # ``y = v`` or ``x, y = u, v``
+        if target is not None:
+            return code_of(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        if not isinstance(parent, _CARRIERS):
+            return None
+        if (
+            isinstance(parent, cst.Call)
+            and parent.func is not child
+            and callee_name(parent) == "zip"
+        ):
+            return None  # consecutive pairs (``zip(dims[:-1], dims[1:])``), not targets
+        child, parent = parent, ctx.parent(parent)
 
 
 def _slice_bound(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:

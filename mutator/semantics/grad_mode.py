@@ -13,6 +13,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.semantics.names import resolve
+from mutator.semantics.scope import function_uses
 from mutator.semantics.syntax import is_false, is_true
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
@@ -70,3 +71,12 @@ def in_no_grad(node: cst.CSTNode, ctx: Context) -> bool:
         if decided:
             return not decided[-1]  # ``with a, b:`` enters b last
     return False
+
+
+def only_used_without_grad(function: cst.FunctionDef, ctx: Context) -> bool:
+    """Is every use of the script's ``function`` (a call, or a reference handed on) inside a
+    block or function that disables gradients? Then a ``no_grad`` decorator on it changes
+    nothing (issue 22: a diffusion model's sampling methods, decorated and called from a
+    decorated sampler or an ``inference_mode`` block). False for a function never used."""
+    uses = function_uses(function, ctx)
+    return bool(uses) and all(in_no_grad(use, ctx) for use in uses)  # type: ignore[union-attr]

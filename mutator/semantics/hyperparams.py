@@ -9,19 +9,20 @@ import libcst as cst
 from mutator.context import Context
 from mutator.semantics.cache import per_module
 from mutator.semantics.data import identifier_words
+from mutator.semantics.scope import names_read
 from mutator.semantics.syntax import number_value
 
 # Kind -> the word sets a constant's name may consist of.
 _NAMES = {
     "batch_size": ({"batch", "size"}, {"bsz"}, {"bs"}),
     "lr": ({"lr"}, {"learning", "rate"}),
-    "dropout": ({"dropout"},),
+    "dropout": ({"dropout"}, {"drop", "rate"}, {"dropout", "rate"}),
     "weight_decay": ({"weight", "decay"}, {"wd"}),
 }
 KINDS = tuple(_NAMES)
 
 
-def _kind_of(name: str) -> str | None:
+def kind_of(name: str) -> str | None:
     words = identifier_words(name)
     for kind, spellings in _NAMES.items():
         if any(words == spelling for spelling in spellings):
@@ -32,11 +33,7 @@ def _kind_of(name: str) -> str | None:
 @per_module
 def _constants(ctx: Context) -> dict[str, list[cst.Assign]]:
     found: dict[str, list[cst.Assign]] = {}
-    read = {
-        name.value  # type: ignore[attr-defined]
-        for name in ctx.nodes(cst.Name)
-        if not isinstance(ctx.parent(name), cst.AssignTarget)
-    }
+    read = names_read(ctx)
     for statement in ctx.module.body:
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             continue
@@ -46,7 +43,7 @@ def _constants(ctx: Context) -> dict[str, list[cst.Assign]]:
         target = assign.targets[0].target
         if not isinstance(target, cst.Name) or number_value(assign.value) is None:
             continue
-        kind = _kind_of(target.value)
+        kind = kind_of(target.value)
         if kind is not None and target.value in read:  # a constant nothing reads is no setting
             found.setdefault(kind, []).append(assign)
     return found

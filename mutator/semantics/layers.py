@@ -36,6 +36,11 @@ _MODE_LAYERS += ("SyncBatchNorm", "Transformer")
 # ... and those that do only with an argument: recurrent dropout, tracked instance statistics.
 _RECURRENT = ("RNN", "LSTM", "GRU", "MultiheadAttention")
 _CONTAINERS = ("Sequential", "ModuleList", "ModuleDict")
+# PyTorch Geometric convolutions with no dropout or normalisation inside (issue 22: the
+# link-prediction example's two GCNConv layers): message passing reads no mode.
+_PYG_MODE_FREE = frozenset(
+    {"GCNConv", "SAGEConv", "GraphConv", "ChebConv", "SGConv", "TAGConv", "LGConv"}
+)
 
 
 def _module_values(expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> list | None:
@@ -146,6 +151,8 @@ def _call_mode(call: cst.Call, ctx: Context, depth: int) -> bool | None:
     if name.startswith("torch.nn.") and not name.startswith("torch.nn.functional."):
         tail = name.rsplit(".", 1)[-1]
         return _nn_mode(call, tail, ctx, depth) if tail[:1].isupper() else False
+    if name.startswith("torch_geometric.nn.") and name.rsplit(".", 1)[-1] in _PYG_MODE_FREE:
+        return False
     if name.startswith(("torch.", "builtins.", "math.", "numpy.")):
         return False  # F.dropout follows ``training=self.training`` (read below), or is on
     if name.startswith("<local>."):

@@ -138,7 +138,9 @@ def is_model(expr: cst.BaseExpression, ctx: Context) -> bool:
     verdict = _value_is_module(expr, ctx)
     if verdict is not None:
         return verdict
-    name = dotted_name(unwrap_calls(expr, MODULE_PASSTHROUGH))
+    built = unwrap_calls(expr, MODULE_PASSTHROUGH)
+    # ``EncoderCNN(...)`` imported from the project's own model.py: the class name tells.
+    name = dotted_name(built.func if isinstance(built, cst.Call) else built)
     if name is None:
         return False
     last = name.rsplit(".", 1)[-1]

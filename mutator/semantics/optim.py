@@ -7,8 +7,9 @@ import libcst.matchers as m
 
 from mutator.context import Context
 from mutator.semantics.cache import per_module, per_node
+from mutator.semantics.edits import code_of
 from mutator.semantics.names import resolve
-from mutator.semantics.scope import assigned_values
+from mutator.semantics.scope import assigned_values, values_of
 from mutator.semantics.syntax import (
     _own_name,
     callee_name,
@@ -222,13 +223,23 @@ def _group_key(target: cst.BaseExpression) -> tuple[str, str] | None:
 
 @per_module
 def manual_lr_writes(ctx: Context) -> list[cst.Assign]:
-    """``for g in optimizer.param_groups: g["lr"] = lr`` written unconditionally in a loop:
-    a hand-written schedule. Every step then runs with this value, whatever ``lr=`` the
-    optimizer was built with."""
+    """A hand-written schedule: ``for g in optimizer.param_groups: g["lr"] = lr`` written
+    unconditionally in a loop, or ``optimizer.param_groups[0]["lr"] = lrnow`` anywhere in a
+    loop (cleanrl's annealing). Every step then runs with this value, whatever ``lr=`` the
+    optimizer was built with. A write that rescales the current rate (``lr2 =
+    group["lr"]`` ... ``group["lr"] = lr2 * k``) is no schedule: the built ``lr=`` stays
+    the base."""
     found = []
     for assign in ctx.nodes(cst.Assign):
         targets = assign.targets  # type: ignore[attr-defined]
-        key = _group_key(targets[0].target) if len(targets) == 1 else None
+        if len(targets) != 1 or _reads_current_lr(assign.value, ctx, assign):  # type: ignore[attr-defined]
+            continue
+        target = targets[0].target
+        if _indexed_group_lr(target):
+            if ctx.enclosing(assign, (cst.For, cst.While)) is not None:
+                found.append(assign)
+            continue
+        key = _group_key(target)
         if key is None or key[1] != "lr":
             continue
         loop = ctx.enclosing(assign, (cst.For, cst.If))
@@ -238,6 +249,36 @@ def manual_lr_writes(ctx: Context) -> list[cst.Assign]:
             continue
         found.append(assign)
     return found  # type: ignore[return-value]
+
+
+def _indexed_group_lr(target: cst.BaseExpression) -> bool:
+    """``optimizer.param_groups[i]["lr"]``."""
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+        return False
+    key = target.slice[0].slice
+    if not (isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString)):
+        return False
+    group = target.value
+    return (
+        key.value.evaluated_value == "lr"
+        and isinstance(group, cst.Subscript)
+        and isinstance(group.value, cst.Attribute)
+        and group.value.attr.value == "param_groups"
+    )
+
+
+def _reads_current_lr(
+    value: cst.BaseExpression, ctx: Context, at: cst.CSTNode, depth: int = 0
+) -> bool:
+    """Does ``value`` read an optimizer's current rate (``param_groups``), itself or through
+    names bound to such a read (``group = opt.param_groups[0]``; ``lr2 = group["lr"]``)?"""
+    if "param_groups" in code_of(value):
+        return True
+    return depth < 3 and any(
+        _reads_current_lr(bound, ctx, bound, depth + 1)
+        for name in ctx.nodes_within(value, cst.Name)
+        for bound in values_of(name, ctx, at)  # type: ignore[arg-type]
+    )
 
 
 def group_dicts(call: cst.Call, ctx: Context) -> list[cst.Dict] | None:

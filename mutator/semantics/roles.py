@@ -44,6 +44,7 @@ _EXPORT_WORDS = frozenset({"export", "onnx", "torchscript", "jit"})
 _PLOT_WORDS = frozenset({"plot", "draw", "visualize", "visualise", "show", "render", "figure"})
 _PLOT_WORDS |= frozenset({"imshow", "grid", "comparison", "samples"})
 _EVAL_NAME_WORDS = frozenset({"evaluate", "evaluation", "validate", "validation", "val", "test"})
+_EVAL_NAME_WORDS |= frozenset({"valid"})
 _EVAL_NAME_WORDS |= frozenset({"eval", "predict", "inference", "infer", "accuracy", "score"})
 _TRAIN_NAME_WORDS = frozenset({"train", "training", "fit"})
 _SETUP_NAME_WORDS = frozenset({"build", "make", "create", "load", "get", "setup", "prepare"})
@@ -114,13 +115,17 @@ def function_role(function: cst.FunctionDef, ctx: Context) -> str:
     words = identifier_words(function.name.value)
     if _calls_under(function, ctx, _EXPORT_CALLS) or words & _EXPORT_WORDS:
         return "export"
-    if _calls_under(function, ctx, _PLOT_CALLS, _PLOT_MODULES) or words & _PLOT_WORDS:
-        return "plot"
+    # A training step that also logs an image grid (a trainer class's epoch) still trains.
     if _updates_parameters(function, ctx) or function.name.value in step_closures(ctx):
         return "train"
+    evaluates = words & _EVAL_NAME_WORDS or (function.decorators and in_no_grad(function.body, ctx))
+    if words & _PLOT_WORDS or (
+        not evaluates and _calls_under(function, ctx, _PLOT_CALLS, _PLOT_MODULES)
+    ):
+        return "plot"
     if words & _TRAIN_NAME_WORDS:
         return "train"
-    if words & _EVAL_NAME_WORDS or (function.decorators and in_no_grad(function.body, ctx)):
+    if evaluates:
         return "eval"
     if words & _SETUP_NAME_WORDS or function.name.value == "__init__":
         return "setup"

@@ -9,7 +9,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.semantics.cache import per_module, per_node
-from mutator.semantics.syntax import dotted_name, find_arg, method_name
+from mutator.semantics.syntax import dotted_name, find_arg, method_name, number_value
 
 # -- where a node is --------------------------------------------------------------------------
 
@@ -104,6 +104,16 @@ def mentions(root: cst.CSTNode, name: str, ctx: Context) -> bool:
 
 
 # -- what a name holds ------------------------------------------------------------------------
+
+
+@per_module
+def names_read(ctx: Context) -> frozenset[str]:
+    """Every plain name the module reads somewhere (not only binds)."""
+    return frozenset(
+        name.value  # type: ignore[attr-defined]
+        for name in ctx.nodes(cst.Name)
+        if not isinstance(ctx.parent(name), cst.AssignTarget)
+    )
 
 
 def bound_names(target: cst.BaseExpression) -> Iterator[str]:
@@ -288,3 +298,51 @@ def _assignments_by_owner(ctx: Context) -> dict[tuple[str, cst.CSTNode | None], 
 @per_node
 def _enclosing_class(node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
     return ctx.enclosing(node, cst.ClassDef)
+
+
+# -- where the script refers to its own function ------------------------------------------------
+
+
+def function_uses(function: cst.FunctionDef, ctx: Context) -> list[cst.CSTNode] | None:
+    """The Name/Attribute nodes outside ``function`` that refer to it (``f(...)``,
+    ``self.f(...)``, ``sample_fn = self.f``), or None when the script defines several
+    functions or methods of that name (a use could mean any of them)."""
+    name = function.name.value
+    if sum(f.name.value == name for f in ctx.nodes(cst.FunctionDef)) != 1:  # type: ignore[attr-defined]
+        return None
+    uses = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == name]  # type: ignore[attr-defined]
+    for node in ctx.nodes(cst.Name):
+        parent = ctx.parent(node)
+        attribute = isinstance(parent, cst.Attribute) and parent.attr is node  # counted above
+        if node.value == name and node is not function.name and not attribute:  # type: ignore[attr-defined]
+            uses.append(node)
+    return [use for use in uses if not ctx.within(function, use)]
+
+
+def parameter_default(name: cst.Name, ctx: Context) -> cst.BaseExpression | None:
+    """The default of parameter ``name`` of the function around it, when no caller in this
+    file passes a value (a trainer's ``gradient_accumulate_every = 1``)."""
+    function = enclosing_function(name, ctx)
+    if function is None or argument_values(function, name.value, ctx):
+        return None
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return next((p.default for p in every if p.name.value == name.value), None)
+
+
+def always_number(expr: cst.BaseExpression, ctx: Context, number: float) -> bool:
+    """Does a name or ``self.<attr>`` hold ``number`` wherever this file sets it: literal
+    assignments, or a parameter whose default it is and that no caller here overrides?
+    False when nothing sets it here."""
+    key = dotted_name(expr)
+    bound = assignments(ctx, key) if key else []
+    values: list[cst.BaseExpression | None] = []
+    for assignment in bound:
+        value = assignment.value
+        if isinstance(value, cst.Name):
+            values.extend(values_of(value, ctx, assignment.node) or [parameter_default(value, ctx)])
+        else:
+            values.append(value)
+    if isinstance(expr, cst.Name) and not bound:
+        values.append(parameter_default(expr, ctx))
+    return bool(values) and all(v is not None and number_value(v) == number for v in values)

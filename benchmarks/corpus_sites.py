@@ -1,0 +1,361 @@
+"""The operators measured on public training scripts: hand labels joined with the mutants.
+
+Used by ``python benchmarks/bench_sites.py --corpus DIR`` (issue 22). Three hand-written files:
+
+- ``benchmarks/corpus.toml``: the scripts, pinned (repository, commit, path, style). Each is
+  read from ``DIR/<owner>+<name>/repo`` (a bare git directory, or a work tree's ``.git``
+  inside it: the layouts the ``fetch`` tool produces) with ``git show COMMIT:PATH``; nothing
+  is copied into the project.
+- ``benchmarks/corpus_labels.csv``: one row per first-order mutant (every site of every
+  operator at its default parameters): script, identity, diff_hash, line, operator, label,
+  reason. The key is (script, identity, diff_hash), where diff_hash is a short hash of the
+  mutant's diff without its headers: a changed rewrite at the same site gets a new hash, so
+  its old label no longer applies and the mutant is reported as unlabelled (``stale``).
+- ``benchmarks/corpus_expected.toml``: per script, operator -> the lines where the named bug,
+  injected into the default training run, lands (entries as in tests/styles/expected: ``N``,
+  ``{any = [..]}``, ``{line = N, after = M}``). An operator a script does not list has no
+  expected site there.
+
+Labels. A mutant's site is *on the default path* when a run with the script's defaults
+executes its changed lines. The condition of a label is the one of docs/benchmarks.md
+(issue 14): a mutant injects the named bug when, running it, the condition its operator's
+summary names holds, whatever the symptom.
+
+- ``ok``: the named bug, on the default path, where that bug belongs (a training bug in the
+  training step, an evaluation bug such as a missing ``eval()`` in the evaluation the
+  default run performs);
+- ``eval_only``: the named bug of a training operator, but in evaluation or reporting code
+  of the default run only (a test batch left on the CPU, a test loader unshuffled ...);
+- ``off_path``: the named bug, in code the default run never executes (a flag's branch, a
+  function nothing calls, a resume path);
+- ``different``: the mutant changes what the script does, but not as the name says (an
+  activation removed inside a hand-written formula, targets instead of inputs unscaled);
+- ``false``: not the bug at all: it changes nothing (an equivalent mutant) or fails for a
+  reason of the rewrite (a keyword a callee cannot take, a name from another scope).
+
+Metrics.
+
+- *Default-path precision* = ok / (ok + different + false). Every ``different`` or
+  ``false`` mutant counts against it wherever it is (a wrong mutant is wrong on any path);
+  ``eval_only`` and ``off_path`` are left out: the right bug in a place that says nothing
+  about the training path. An operator that makes the engine raise on a script (no mutant
+  at all) counts as one ``false`` there.
+- *Overall precision* = (ok + eval_only + off_path) / every labelled mutant (+ engine errors).
+- *Recall* = expected entries matched by an ``ok`` mutant of their operator / expected
+  entries. A mutant labelled ``ok`` whose line no expected entry accepts, and an expected
+  entry matched only by mutants labelled otherwise, are inconsistencies: listed, and
+  ``--check`` fails on them, as on unlabelled mutants.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+HERE = Path(__file__).resolve().parent
+for _path in (str(HERE.parent), str(HERE)):
+    if _path not in sys.path:  # run as a script from anywhere, or loaded by a test
+        sys.path.insert(0, _path)
+
+import bench_sites  # noqa: E402
+
+from mutations.registry import all_operators  # noqa: E402
+from mutator import MutationError, SourceFile  # noqa: E402
+
+CORPUS = HERE / "corpus.toml"
+LABELS = HERE / "corpus_labels.csv"
+EXPECTED = HERE / "corpus_expected.toml"
+LABEL_KINDS = ("ok", "eval_only", "off_path", "different", "false")
+COLUMNS = ("script", "identity", "diff_hash", "line", "operator", "label", "reason")
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str
+    repository: str
+    commit: str
+    path: str
+    style: str
+
+    def git_dir(self, root: Path) -> Path:
+        """The mirror's git directory: a bare one, or the ``.git`` of a work tree."""
+        folder = root / self.repository.replace("/", "+", 1) / "repo"
+        return folder / ".git" if (folder / ".git").is_dir() else folder
+
+
+@dataclass(frozen=True)
+class CorpusMutant:
+    script: str
+    identity: str
+    diff_hash: str
+    line: int
+    operator: str
+    context: str
+    landing: int | None
+    diff: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.script, self.identity, self.diff_hash)
+
+    @property
+    def found(self) -> bench_sites.Found:
+        return bench_sites.Found(self.line, self.landing)
+
+
+@dataclass(frozen=True)
+class Label:
+    script: str
+    identity: str
+    diff_hash: str
+    line: int
+    operator: str
+    label: str
+    reason: str
+
+
+@dataclass
+class Tally:
+    """Counts for one operator or one script."""
+
+    labels: Counter = field(default_factory=Counter)
+    errors: int = 0
+    expected: int = 0
+    matched: int = 0
+
+    def add(self, other: Tally) -> None:
+        self.labels.update(other.labels)
+        self.errors += other.errors
+        self.expected += other.expected
+        self.matched += other.matched
+
+    @property
+    def default_path(self) -> tuple[int, int]:
+        """(ok, ok + different + false + engine errors)."""
+        ok = self.labels["ok"]
+        return ok, ok + self.labels["different"] + self.labels["false"] + self.errors
+
+    @property
+    def overall(self) -> tuple[int, int]:
+        right = self.labels["ok"] + self.labels["eval_only"] + self.labels["off_path"]
+        return right, sum(self.labels[k] for k in LABEL_KINDS) + self.errors
+
+
+def load_corpus(path: Path = CORPUS) -> list[Script]:
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))["script"]
+    scripts = [Script(**entry) for entry in raw]
+    names = Counter(s.name for s in scripts)
+    if doubled := sorted(n for n, c in names.items() if c > 1):
+        raise ValueError(f"{path.name}: script names used twice: {', '.join(doubled)}")
+    return scripts
+
+
+def read_pinned(script: Script, root: Path) -> str:
+    """The script's text at its pinned commit; ValueError saying what is missing."""
+    git_dir = script.git_dir(root)
+    if not git_dir.is_dir():
+        raise ValueError(f"no mirror of {script.repository} at {git_dir}")
+    done = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "show", f"{script.commit}:{script.path}"],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise ValueError(
+            f"{script.repository} has no {script.path} at {script.commit[:12]}: "
+            f"{done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'git failed'}"
+        )
+    return done.stdout
+
+
+def diff_hash(diff: str) -> str:
+    """A short hash of the diff's body: file headers and hunk positions left out."""
+    body = [line for line in diff.splitlines() if not line.startswith(("---", "+++", "@@"))]
+    return hashlib.sha256("\n".join(body).encode("utf-8")).hexdigest()[:10]
+
+
+def mutants_of(source: str, name: str, operators=None) -> tuple[list[CorpusMutant], list[str]]:
+    """Every first-order mutant of ``source`` and the operators that made the engine raise
+    (as ``"operator: message"``); one raising operator leaves the others' mutants whole."""
+    operators = all_operators() if operators is None else operators
+    parsed = SourceFile(source, f"{name}.py")
+    errors: list[str] = []
+    try:
+        sites = parsed.find_sites(operators)
+    except Exception:  # an engine bug is a measurement here, not a stop
+        sites = []
+        for operator in operators:
+            try:
+                sites.extend(parsed.find_sites([operator]))
+            except Exception as error:
+                errors.append(f"{operator.name}: {type(error).__name__}: {error}".splitlines()[0])
+        sites.sort(key=lambda s: (s.line, s.column))
+    text_lines = source.splitlines()
+    found: list[CorpusMutant] = []
+    for site in sites:
+        try:
+            mutant = parsed.apply([site])
+        except MutationError as error:
+            errors.append(f"{site.operator.name}: {error}".splitlines()[0])
+            continue
+        elsewhere = set(mutant.lines) - bench_sites._own_lines(site, text_lines)
+        landing = (
+            bench_sites._code_line_at_or_above(max(elsewhere), text_lines) if elsewhere else None
+        )
+        found.append(
+            CorpusMutant(
+                script=name,
+                identity=site.identity,
+                diff_hash=diff_hash(mutant.diff),
+                line=site.line,
+                operator=site.operator.name,
+                context=site.context,
+                landing=landing,
+                diff=mutant.diff,
+            )
+        )
+    return found, errors
+
+
+def load_labels(path: Path = LABELS) -> dict[tuple[str, str, str], Label]:
+    """(script, identity, diff_hash) -> label; a row with an empty label is no label."""
+    if not path.exists():
+        return {}
+    labels: dict[tuple[str, str, str], Label] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for number, row in enumerate(csv.DictReader(handle), 2):
+            if not row["label"]:
+                continue
+            if row["label"] not in LABEL_KINDS:
+                raise ValueError(
+                    f"{path.name}:{number}: label {row['label']!r} is not one of "
+                    f"{', '.join(LABEL_KINDS)}"
+                )
+            label = Label(**{**row, "line": int(row["line"])})
+            key = (label.script, label.identity, label.diff_hash)
+            if key in labels:
+                raise ValueError(f"{path.name}:{number}: a second row for {label.identity}")
+            labels[key] = label
+    return labels
+
+
+def load_expected(path: Path = EXPECTED) -> dict[str, dict[str, list[bench_sites.Entry]]]:
+    """Script -> operator -> expected entries (the tests/styles entry forms)."""
+    if not path.exists():
+        return {}
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {
+        script: {
+            op: [bench_sites._entry(e, f"{path.name}: {script}.{op}") for e in entries]
+            for op, entries in ops.items()
+        }
+        for script, ops in raw.items()
+    }
+
+
+@dataclass
+class Measurement:
+    """Everything the report prints: per (script, operator) tallies and the problems."""
+
+    tallies: dict[tuple[str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
+    unlabelled: list[CorpusMutant] = field(default_factory=list)
+    stale: list[CorpusMutant] = field(default_factory=list)
+    orphans: list[Label] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    missing_scripts: list[str] = field(default_factory=list)
+    missed: list[tuple[str, str, bench_sites.Entry]] = field(default_factory=list)
+    unexpected_ok: list[CorpusMutant] = field(default_factory=list)
+    mislabelled: list[tuple[CorpusMutant, str]] = field(default_factory=list)
+    labels_of: dict[tuple[str, str, str], Label] = field(default_factory=dict)
+
+    def by(self, index: int) -> dict[str, Tally]:
+        """Tallies summed per operator (index 1) or per script (index 0)."""
+        summed: dict[str, Tally] = defaultdict(Tally)
+        for key, tally in self.tallies.items():
+            summed[key[index]].add(tally)
+        return dict(sorted(summed.items()))
+
+    def total(self) -> Tally:
+        whole = Tally()
+        for tally in self.tallies.values():
+            whole.add(tally)
+        return whole
+
+
+def measure(
+    mutants: dict[str, list[CorpusMutant]],
+    errors: dict[str, list[str]],
+    labels: dict[tuple[str, str, str], Label],
+    expected: dict[str, dict[str, list[bench_sites.Entry]]],
+) -> Measurement:
+    """Join the mutants of each script with the labels and the expected sites."""
+    m = Measurement(labels_of=labels)
+    known = {(label.script, label.identity) for label in labels.values()}
+    used: set[tuple[str, str, str]] = set()
+    for script, found in mutants.items():
+        for mutant in found:
+            tally = m.tallies[(script, mutant.operator)]
+            label = labels.get(mutant.key)
+            if label is None:
+                stale = (script, mutant.identity) in known
+                (m.stale if stale else m.unlabelled).append(mutant)
+                continue
+            used.add(mutant.key)
+            tally.labels[label.label] += 1
+        for error in errors.get(script, []):
+            operator = error.split(":", 1)[0]
+            m.tallies[(script, operator)].errors += 1
+            m.errors.append((script, error))
+        wanted = expected.get(script, {})
+        for operator, entries in wanted.items():
+            mine = [x for x in found if x.operator == operator]
+            for entry in entries:
+                m.tallies[(script, operator)].expected += 1
+                hits = [x for x in mine if entry.accepts(x.found)]
+                if any(_label(labels, x) == "ok" for x in hits):
+                    m.tallies[(script, operator)].matched += 1
+                    continue
+                m.missed.append((script, operator, entry))
+                for x in hits:
+                    if _label(labels, x) not in (None, "ok"):
+                        m.mislabelled.append((x, entry.describe()))
+        for mutant in found:
+            if _label(labels, mutant) == "ok" and not any(
+                e.accepts(mutant.found) for e in wanted.get(mutant.operator, [])
+            ):
+                m.unexpected_ok.append(mutant)
+    m.orphans = [
+        label for key, label in labels.items() if key not in used and label.script in mutants
+    ]
+    return m
+
+
+def _label(labels: dict[tuple[str, str, str], Label], mutant: CorpusMutant) -> str | None:
+    label = labels.get(mutant.key)
+    return label.label if label else None
+
+
+def collect(
+    scripts: Iterable[Script], root: Path
+) -> tuple[dict[str, list[CorpusMutant]], dict[str, list[str]], list[str]]:
+    """Mutants and engine errors per readable script, and the scripts that could not be read."""
+    mutants: dict[str, list[CorpusMutant]] = {}
+    errors: dict[str, list[str]] = {}
+    missing: list[str] = []
+    operators = all_operators()
+    for script in scripts:
+        try:
+            source = read_pinned(script, root)
+        except ValueError as error:
+            missing.append(f"{script.name}: {error}")
+            continue
+        mutants[script.name], errors[script.name] = mutants_of(source, script.name, operators)
+    return mutants, errors, missing
