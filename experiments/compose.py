@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
+from experiments import interrupt
 from experiments import sweep as sweeps
 from experiments.budgets import BudgetError
 from experiments.budgets import check as check_budget
@@ -83,6 +84,7 @@ def precheck(args: Sequence[str]) -> str | None:
     except sweeps.SweepError as error:
         return str(error).splitlines()[0]
     except Exception as error:  # Hydra's override and compose errors
+        interrupt.check()
         cause = str(error.__cause__ or "").strip().splitlines()
         return one_line(str(error)) + (f": {cause[0]}" if cause else "")
     return None

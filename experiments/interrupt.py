@@ -19,11 +19,17 @@ runs' deadlines. trainwreck is a command a person stops on purpose, so both sign
 always taken over, whatever disposition was inherited; only a handler a caller installed
 itself (an in-process caller) is left alone, and ``handling`` gives it back afterwards.
 
-A raise can be swallowed: a signal that lands in an at-fork callback, a ``__del__`` or a
-weakref callback ("Exception ignored in: ...", seen when Ctrl-C met the runner's fork of a
-run, logging's at-fork lock release taking the KeyboardInterrupt). So the handler also
-remembers the signal, and loops that go on for long (the runner's) call ``check``, which
-raises it again.
+A raise can be swallowed or replaced on its way up. Swallowed: a signal that lands in an
+at-fork callback, a ``__del__`` or a weakref callback ("Exception ignored in: ...", seen when
+Ctrl-C met the runner's fork of a run, logging's at-fork lock release taking the
+KeyboardInterrupt). Replaced: a ``finally`` that fails while the KeyboardInterrupt passes
+through it raises its own error instead (LibCST 1.9's position metadata does: a Ctrl-C
+during ``PositionProvider`` comes out as a ``KeyError`` naming a syntax node, which a
+detector's ``except Exception`` then recorded as a crash while ``bench`` went on; seen in
+CI). So the handler also remembers the signal; loops that go on for long (the runner's,
+the benchmark's, the sweep's) and every ``except Exception`` that keeps a command going
+call ``check``, which raises it again, and ``handling`` turns any error that ends a
+command after a signal into that signal's exit.
 
 Standard library only: installed before anything heavy is imported.
 """
@@ -97,13 +103,21 @@ def install() -> None:
 @contextlib.contextmanager
 def handling() -> Iterator[None]:
     """``install`` for one command; the dispositions the process had before come back
-    afterwards, so an in-process caller (a test) keeps its own."""
+    afterwards, so an in-process caller (a test) keeps its own. An error that ends the
+    command after a signal was taken is that signal's doing: it leaves as the signal's
+    KeyboardInterrupt (chained to the error), so the command exits 130 (143), not 1."""
     global _pending
     previous = {number: signal.getsignal(number) for number in SIGNALS}
     _pending = None
     install()
     try:
         yield
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        if _pending is None:
+            raise
+        raise (Terminated() if _pending == signal.SIGTERM else KeyboardInterrupt()) from error
     finally:
         _pending = None
         for number, handler in previous.items():

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from experiments import interrupt
 from experiments.harness import reach
 from experiments.harness.spec import RunSpec, Splice, source_sha
 from experiments.project_files import mutated_files
@@ -337,6 +338,7 @@ def _mutants(
         try:
             mutant = parsed.apply([site])
         except Exception as error:  # an engine bug: a row that says so, not a dead sweep
+            interrupt.check()  # a Ctrl-C that LibCST turned into a KeyError is no engine bug
             identity = {
                 "identity": site.identity,
                 "operators": [site.operator.name],

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments import interrupt
 from experiments.bench.api import (
     Detector,
     DetectorError,
@@ -132,6 +133,7 @@ def _run_one(detector: Detector, case: Case, timeout_s: float) -> Outcome:
     except GarbageOutput as error:
         outcome.error, outcome.error_kind = f"garbage output: {error}", "garbage"
     except Exception as error:  # any detector bug is data about the detector
+        interrupt.check()  # unless it is a Ctrl-C a library turned into its own error
         kind = "timeout" if "timed out" in str(error) else "crash"
         outcome.error, outcome.error_kind = f"{type(error).__name__}: {error}", kind
     outcome.seconds = time.perf_counter() - started
@@ -166,6 +168,7 @@ def run_detector(
         report.outcomes = _leave_one_loop_out(detector, cases, timeout, progress, report.fit_notes)
     else:
         for done, case in enumerate(cases, 1):
+            interrupt.check()  # a Ctrl-C a detector swallowed ends the benchmark here
             report.outcomes.append(_run_one(detector, case, timeout))
             if progress:
                 progress(done, len(cases))
@@ -195,10 +198,12 @@ def _leave_one_loop_out(
             if summary:
                 notes.append(f"held out {loop}: {summary}")
         except Exception as error:
+            interrupt.check()
             for case in held_out:
                 outcomes.append(Outcome(case, error=f"fit failed: {error}", error_kind="fit"))
             continue
         for case in held_out:
+            interrupt.check()
             outcomes.append(_run_one(detector, case, timeout))
             if progress:
                 progress(len(outcomes), len(cases))

@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from experiments import interrupt
+
 SECTION_NAMES = ("Bug", "Impact", "Fix", "Check")
 _SECTION = re.compile(r"\b(" + "|".join(SECTION_NAMES) + r"):\s*")
 
@@ -40,6 +42,7 @@ def operator_info(names: Iterable[str]) -> dict[str, OperatorInfo]:
 
         classes = operator_classes()
     except Exception:  # a broken third-party operator must not take the report down
+        interrupt.check()
         classes = {}
     info = {}
     for name in dict.fromkeys(names):
