@@ -112,9 +112,7 @@ def handling() -> Iterator[None]:
     install()
     try:
         yield
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:
+    except Exception as error:  # not SystemExit: a command's own exit after a signal stands
         if _pending is None:
             raise
         raise (Terminated() if _pending == signal.SIGTERM else KeyboardInterrupt()) from error

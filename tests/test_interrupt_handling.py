@@ -115,3 +115,18 @@ def test_an_ignored_sigint_is_taken_over_and_given_back():
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_command_that_exits_on_its_own_after_a_signal_keeps_its_exit():
+    ended: BaseException | None = None
+    try:
+        with interrupt.handling():
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):
+                    pass
+            except KeyboardInterrupt as stop:
+                raise SystemExit(interrupt.exit_status(stop)) from None
+    except BaseException as error:  # a KeyboardInterrupt here would stop pytest itself
+        ended = error
+    assert isinstance(ended, SystemExit) and ended.code == 130, repr(ended)
