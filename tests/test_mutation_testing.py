@@ -419,3 +419,36 @@ def _env() -> dict[str, str]:
 
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+
+class RandomOrder:
+    """pytest-randomly's seed handling: ``--randomly-seed`` defaults to "default", which its
+    (unordered) ``pytest_configure`` replaces with a fresh random seed every session."""
+
+    def __init__(self) -> None:
+        self.seeds: list[object] = []
+
+    def pytest_addoption(self, parser: pytest.Parser) -> None:
+        def seed(text: str) -> int | str:
+            return text if text in ("default", "last") else int(text)
+
+        parser.addoption("--randomly-seed", dest="randomly_seed", default="default", type=seed)
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        if config.option.randomly_seed == "default":
+            config.option.randomly_seed = int.from_bytes(os.urandom(4), "big")
+        self.seeds.append(config.option.randomly_seed)
+
+
+@pytest.mark.parametrize(("given", "expected"), [([], 1), (["--randomly-seed=77"], 77)])
+def test_every_mutant_session_shuffles_with_one_seed(tmp_path, given, expected):
+    from experiments.mutation_testing.plugin import RANDOMLY_SEED, Observer
+
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib"]
+    args += ["--rootdir", str(tmp_path)]
+    order = RandomOrder()
+    for _ in range(3):  # the baseline and two mutants
+        assert pytest.main([*args, *given, str(tmp_path)], plugins=[order, Observer()]) == 0
+    assert RANDOMLY_SEED == 1
+    assert order.seeds == [expected] * 3

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import os
 import shutil
 import signal
@@ -79,7 +80,8 @@ def test_statuses_killed_by_unreached_and_a_rerun_that_runs_nothing(tmp_path: Pa
     assert rows[STEP]["status"] == "killed"
     assert rows[STEP]["killed_by"] == OVERFIT
     assert rows[STEP]["failed_with"] == "call:AssertionError"  # its own assert, in the test
-    assert rows[STEP]["tests_run"] == "1"  # -x: the overfit test failed first
+    if importlib.util.find_spec("pytest_randomly") is None:  # else its (pinned) order decides
+        assert rows[STEP]["tests_run"] == "1"  # -x: the overfit test failed first
     assert rows[FINETUNE]["status"] == "unreached"
     assert done.stdout.strip().splitlines()[-1].startswith("mutation score: 1/1 (100.0%)")
     for name in ("mutants.csv", "mutation-report.md", "mutation-report.html"):

@@ -20,6 +20,7 @@ from experiments.mutation_testing.lines import FIXTURE, LineRecorder
 from experiments.stillborn import from_exception
 
 COLLECTION = "<collection>"  # the id of a failure outside any test
+RANDOMLY_SEED = 1  # pytest-randomly's seed in every session of a ``trainwreck test``
 
 
 class Observer:
@@ -39,7 +40,14 @@ class Observer:
         self.deselected = 0
         self.plugins: list[str] = []
 
+    @pytest.hookimpl(tryfirst=True)  # before pytest-randomly's own, which draws its seed
     def pytest_configure(self, config: pytest.Config) -> None:
+        if getattr(config.option, "randomly_seed", None) == "default":
+            # pytest-randomly would shuffle and reseed with a new seed each session, so the
+            # baseline and every mutant would run their tests in different orders (under
+            # ``-x``, a different "killed by" each time) and a rerun would not repeat. One
+            # seed for every session; a ``--randomly-seed`` of the user's command wins.
+            config.option.randomly_seed = RANDOMLY_SEED
         # The plugins pytest found through entry points: later runs name them with ``-p``
         # instead of scanning every installed distribution again (``runs``).
         self.plugins = sorted(
