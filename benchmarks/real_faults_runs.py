@@ -166,6 +166,10 @@ def run_fault(coupling: Coupling, mirrors: Path, seeds: int, results_dir: Path) 
             "The faulty version computes exactly what the fixed one computes on every seed: "
             "the fault is inert in this offline run, so no mutant is called equivalent to it."
         )
+    elif inert is False:
+        lines.append(
+            "The faulty version's trace differs from the fixed one's: the bug is live here."
+        )
     matched = []
     for entry, _ in candidates:
         if inert is False and _same(runs, entry["identity"], faulty, seeds):
