@@ -74,6 +74,7 @@ CORPUS = HERE / "corpus.toml"
 LABELS = HERE / "corpus_labels.csv"
 EXPECTED = HERE / "corpus_expected.toml"
 LABEL_KINDS = ("ok", "eval_only", "off_path", "different", "false")
+SPLITS = ("held_out", "tune")  # issue 29: the held-out half is reported first
 COLUMNS = ("script", "identity", "diff_hash", "line", "operator", "label", "reason")
 
 
@@ -84,6 +85,9 @@ class Script:
     commit: str
     path: str
     style: str
+    split: str = "tune"
+    offline: bool = False  # runs on CPU in seconds on shipped or generated data, with argv
+    argv: tuple[str, ...] = ()
 
     def git_dir(self, root: Path) -> Path:
         """The mirror's git directory: a bare one, or the ``.git`` of a work tree."""
@@ -151,10 +155,17 @@ class Tally:
 
 def load_corpus(path: Path = CORPUS) -> list[Script]:
     raw = tomllib.loads(path.read_text(encoding="utf-8"))["script"]
-    scripts = [Script(**entry) for entry in raw]
+    scripts = [Script(**{**entry, "argv": tuple(entry.get("argv", ()))}) for entry in raw]
     names = Counter(s.name for s in scripts)
     if doubled := sorted(n for n, c in names.items() if c > 1):
         raise ValueError(f"{path.name}: script names used twice: {', '.join(doubled)}")
+    if odd := sorted(s.name for s in scripts if s.split not in SPLITS):
+        raise ValueError(f"{path.name}: split is one of {', '.join(SPLITS)}: {', '.join(odd)}")
+    splits_of: dict[str, set[str]] = defaultdict(set)
+    for s in scripts:
+        splits_of[s.repository].add(s.split)
+    if mixed := sorted(r for r, found in splits_of.items() if len(found) > 1):
+        raise ValueError(f"{path.name}: a repository lies in one split only: {', '.join(mixed)}")
     return scripts
 
 
@@ -275,6 +286,7 @@ class Measurement:
     unexpected_ok: list[CorpusMutant] = field(default_factory=list)
     mislabelled: list[tuple[CorpusMutant, str]] = field(default_factory=list)
     labels_of: dict[tuple[str, str, str], Label] = field(default_factory=dict)
+    used: set[tuple[str, str, str]] = field(default_factory=set)  # labels a mutant matched
 
     def by(self, index: int) -> dict[str, Tally]:
         """Tallies summed per operator (index 1) or per script (index 0)."""
@@ -299,7 +311,7 @@ def measure(
     """Join the mutants of each script with the labels and the expected sites."""
     m = Measurement(labels_of=labels)
     known = {(label.script, label.identity) for label in labels.values()}
-    used: set[tuple[str, str, str]] = set()
+    used = m.used
     for script, found in mutants.items():
         for mutant in found:
             tally = m.tallies[(script, mutant.operator)]
