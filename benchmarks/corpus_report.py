@@ -111,12 +111,10 @@ def failure_kinds(m: cs.Measurement) -> list[str]:
     return lines
 
 
-def _report(m: cs.Measurement, scripts: list[cs.Script], mutants, args) -> list[str]:
+def _report(m: cs.Measurement, scripts: list[cs.Script], mutants) -> list[str]:
     n_mutants = sum(len(mutants.get(s.name, [])) for s in scripts)
     repos = {s.repository for s in scripts}
     out = summary(m, len(scripts), len(repos), n_mutants)
-    if args.json:
-        return out
     for title, table in (("operator", m.by(1)), ("script", m.by(0))):
         out.append(f"\nper {title}:\n{HEADER}")
         out += [
@@ -191,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         else:
             print(f"== {half}: {len(mine)} labelled scripts measured")
-            print("\n".join(_report(m, mine, mutants, args)))
+            print("\n".join(_report(m, mine, mutants)))
             if waiting:
                 print(
                     f"not yet labelled ({len(waiting)} scripts, in no number): {', '.join(waiting)}"
@@ -200,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n" + "\n".join(details(m)))
             print()
         found_problems += problems(m)
+        found_problems += [f"not yet labelled ({half}): {name}" for name in waiting]
     if args.json:
         print(json.dumps(as_json, indent=1))
         return 0
