@@ -172,15 +172,20 @@ def _git(*args: str, cwd: Path) -> str:
     return done.stdout.strip()
 
 
-@pytest.mark.parametrize("layout", ["worktree", "bare"])
-def test_read_pinned_reads_both_mirror_layouts(tmp_path: Path, layout: str):
+def _committed_script(tmp_path: Path) -> tuple[Path, str]:
+    """SCRIPT committed as train.py in a fresh repository: (its folder, the commit)."""
     work = tmp_path / "src"
     work.mkdir()
     _git("init", "-q", cwd=work)
     (work / "train.py").write_text(SCRIPT)
     _git("add", "train.py", cwd=work)
     _git("commit", "-qm", "x", cwd=work)
-    commit = _git("rev-parse", "HEAD", cwd=work)
+    return work, _git("rev-parse", "HEAD", cwd=work)
+
+
+@pytest.mark.parametrize("layout", ["worktree", "bare"])
+def test_read_pinned_reads_both_mirror_layouts(tmp_path: Path, layout: str):
+    work, commit = _committed_script(tmp_path)
     mirror = tmp_path / "mirror" / "someone+tiny" / "repo"
     mirror.parent.mkdir(parents=True)
     if layout == "bare":
@@ -271,13 +276,7 @@ def test_a_repository_in_both_halves_or_an_unknown_half_is_refused(tmp_path: Pat
 def _tiny_corpus(tmp_path: Path, monkeypatch) -> Path:
     """A mirror with two one-script repositories, one per half; labels for the held-out one,
     and no expected section for the tune one (not yet labelled)."""
-    work = tmp_path / "src"
-    work.mkdir()
-    _git("init", "-q", cwd=work)
-    (work / "train.py").write_text(SCRIPT)
-    _git("add", "train.py", cwd=work)
-    _git("commit", "-qm", "x", cwd=work)
-    commit = _git("rev-parse", "HEAD", cwd=work)
+    work, commit = _committed_script(tmp_path)
     for repo in ("someone+held", "someone+tuned"):
         (tmp_path / "mirror" / repo).mkdir(parents=True)
         _git(
