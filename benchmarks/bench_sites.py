@@ -1,8 +1,10 @@
 """Precision and recall of the operators' sites on the public-style scripts in tests/styles.
 
 Usage: python benchmarks/bench_sites.py [--details] [--json]
-       python benchmarks/bench_sites.py --corpus DIR [--details] [--json] [--check] ...
-       (the public-script corpus of issue 22: definitions in benchmarks/corpus_sites.py)
+       python benchmarks/bench_sites.py --corpus DIR [--split held_out|tune|all] [--details]
+              [--json] [--check] ...
+       (the public-script corpus of issues 22 and 29, reported per half, held-out first:
+       definitions in benchmarks/corpus_sites.py)
 
 Ground truth: tests/styles/expected/<script>.toml, written by hand (operator -> the lines
 where "the named bug, injected into the default training run" lands). Found: the engine's
@@ -19,10 +21,8 @@ import json
 import sys
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
 import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,67 +30,20 @@ for _path in (str(ROOT), str(ROOT / "benchmarks")):
     if _path not in sys.path:  # run as a script from anywhere
         sys.path.insert(0, _path)
 
+from site_match import (  # noqa: E402
+    Entry,
+    Found,
+    Score,
+    _code_line_at_or_above,
+    _entry,
+    _own_lines,
+)
+
 from mutations.registry import all_variants  # noqa: E402
 from mutator import SourceFile  # noqa: E402
 
 STYLES = ROOT / "tests" / "styles"
 EXPECTED = STYLES / "expected"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One expected site: any of ``lines``; a moved statement must land after one of ``after``."""
-
-    lines: frozenset[int]
-    after: frozenset[int] | None = None
-
-    def accepts(self, found: Found) -> bool:
-        if found.line not in self.lines:
-            return False
-        return self.after is None or found.landing in self.after
-
-    def describe(self) -> str:
-        lines = "/".join(map(str, sorted(self.lines)))
-        if self.after is None:
-            return lines
-        return f"{lines} (landing after {'/'.join(map(str, sorted(self.after)))})"
-
-
-@dataclass(frozen=True)
-class Found:
-    """One site the engine found: its anchor line, and where a moved statement lands."""
-
-    line: int
-    landing: int | None = None
-
-    def describe(self) -> str:
-        return (
-            str(self.line) if self.landing is None else f"{self.line} (lands after {self.landing})"
-        )
-
-
-@dataclass
-class Score:
-    true: list[Found] = field(default_factory=list)
-    false: list[Found] = field(default_factory=list)
-    matched: list[Entry] = field(default_factory=list)
-    missed: list[Entry] = field(default_factory=list)
-
-
-def _as_set(value: int | list[int]) -> frozenset[int]:
-    return frozenset(value if isinstance(value, list) else [value])
-
-
-def _entry(raw: int | dict, where: str) -> Entry:
-    if isinstance(raw, int):
-        return Entry(frozenset([raw]))
-    if isinstance(raw, dict) and set(raw) == {"any"}:
-        return Entry(_as_set(raw["any"]))
-    if isinstance(raw, dict) and set(raw) == {"line", "after"}:
-        return Entry(_as_set(raw["line"]), _as_set(raw["after"]))
-    raise ValueError(
-        f"{where}: an entry is N, {{any = [..]}} or {{line = N, after = M}}, not {raw!r}"
-    )
 
 
 def load_expected(path: Path) -> dict[str, list[Entry]]:
@@ -107,31 +60,6 @@ def expected_files() -> list[Path]:
 
 def script_of(expected: Path) -> Path:
     return STYLES / f"{expected.stem}.py"
-
-
-def _own_lines(site, text_lines: list[str]) -> set[int]:
-    """The anchor statement's lines plus the comments and blank lines right above it."""
-    node = site.node
-    if "leading_lines" in getattr(node, "__dataclass_fields__", {}):
-        node = node.with_changes(leading_lines=())
-    height = len(cst.Module(body=[]).code_for_node(node).rstrip("\n").splitlines()) or 1
-    own = set(range(site.line, site.line + height))
-    above = site.line - 1
-    while above >= 1 and (
-        not text_lines[above - 1].strip() or text_lines[above - 1].lstrip().startswith("#")
-    ):
-        own.add(above)
-        above -= 1
-    return own
-
-
-def _code_line_at_or_above(number: int, text_lines: list[str]) -> int:
-    """An insertion after a blank or comment line lands after the code line above it."""
-    while number > 1 and (
-        not text_lines[number - 1].strip() or text_lines[number - 1].lstrip().startswith("#")
-    ):
-        number -= 1
-    return number
 
 
 def found_sites(script: Path, operators=None) -> dict[str, set[Found]]:

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import corpus_sites as cs
@@ -97,6 +98,35 @@ def show(mutants: list[cs.CorpusMutant]) -> str:
     return "\n".join(parts)
 
 
+def failure_kinds(m: cs.Measurement) -> list[str]:
+    """Wrong mutants counted by (label, operator), then missed sites by operator."""
+    wrong = Counter(
+        (label.label, label.operator)
+        for key, label in m.labels_of.items()
+        if label.label in ("different", "false") and key in m.used
+    )
+    missed = Counter(op for _, op, _ in m.missed)
+    lines = [f"  {label:9} {op}: {n}" for (label, op), n in sorted(wrong.items())]
+    lines += [f"  missed    {op}: {n}" for op, n in sorted(missed.items())]
+    return lines
+
+
+def _report(m: cs.Measurement, scripts: list[cs.Script], mutants) -> list[str]:
+    n_mutants = sum(len(mutants.get(s.name, [])) for s in scripts)
+    repos = {s.repository for s in scripts}
+    out = summary(m, len(scripts), len(repos), n_mutants)
+    for title, table in (("operator", m.by(1)), ("script", m.by(0))):
+        out.append(f"\nper {title}:\n{HEADER}")
+        out += [
+            _row(name, tally)
+            for name, tally in table.items()
+            if sum(tally.labels.values()) or tally.expected or tally.errors
+        ]
+    out.append("\nwrong mutants and missed sites, by label and operator:")
+    out += failure_kinds(m) or ["  none"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_sites.py --corpus DIR")
     parser.add_argument("--corpus", type=Path, required=True, help="folder of git mirrors")
@@ -105,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unlabelled", action="store_true", help="diffs of unlabelled mutants")
     parser.add_argument("--todo", action="store_true", help="CSV rows for unlabelled mutants")
     parser.add_argument("--script", action="append", help="only these scripts (by name)")
+    parser.add_argument(
+        "--split", choices=(*cs.SPLITS, "all"), default="all", help="one half (default: both)"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 on any problem")
     args = parser.parse_args(argv)
     if not args.corpus.is_dir():
@@ -117,33 +150,61 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--script: unknown {', '.join(unknown)}; see benchmarks/corpus.toml")
             return 2
         scripts = [s for s in scripts if s.name in args.script]
-    mutants, errors, missing = cs.collect(scripts, args.corpus)
-    m = cs.measure(mutants, errors, cs.load_labels(), cs.load_expected())
-    m.missing_scripts = missing
-    if args.todo:
-        sys.stdout.write(todo_rows(m))
+    if args.split != "all":
+        scripts = [s for s in scripts if s.split == args.split]
+    expected = cs.load_expected()
+    # a script is measured once its expected sites are written (an empty section: none);
+    # until then its mutants are still being read, and no number includes it
+    pending = [s for s in scripts if s.name not in expected]
+    measured = [s for s in scripts if s.name in expected]
+    if args.todo or args.unlabelled:
+        mutants, errors, missing = cs.collect(scripts, args.corpus)
+        m = cs.measure(mutants, errors, cs.load_labels(), expected)
+        if args.todo:
+            sys.stdout.write(todo_rows(m))
+        else:
+            print(show(m.unlabelled + m.stale))
         return 0
-    if args.unlabelled:
-        print(show(m.unlabelled + m.stale))
-        return 0
-    by_op = m.by(1)
+    mutants, errors, missing = cs.collect(measured, args.corpus)
+    labels = cs.load_labels()
+    halves = [h for h in cs.SPLITS if any(s.split == h for s in scripts)]
+    found_problems: list[str] = [f"not readable: {text}" for text in missing]
+    as_json: dict = {}
+    for half in halves:
+        mine = [s for s in measured if s.split == half]
+        names = {s.name for s in mine}
+        m = cs.measure(
+            {k: v for k, v in mutants.items() if k in names},
+            {k: v for k, v in errors.items() if k in names},
+            {k: v for k, v in labels.items() if k[0] in names},
+            {k: v for k, v in expected.items() if k in names},
+        )
+        waiting = [s.name for s in pending if s.split == half]
+        if args.json:
+            as_json[half] = {
+                "operators": {op: _as_dict(t) for op, t in m.by(1).items()},
+                "total": _as_dict(m.total()),
+                "scripts": len(mine),
+                "not_yet_labelled": waiting,
+            }
+        else:
+            print(f"== {half}: {len(mine)} labelled scripts measured")
+            print("\n".join(_report(m, mine, mutants)))
+            if waiting:
+                print(
+                    f"not yet labelled ({len(waiting)} scripts, in no number): {', '.join(waiting)}"
+                )
+            if args.details:
+                print("\n" + "\n".join(details(m)))
+            print()
+        found_problems += problems(m)
+        found_problems += [f"not yet labelled ({half}): {name}" for name in waiting]
     if args.json:
-        print(json.dumps({op: _as_dict(t) for op, t in by_op.items()}, indent=1))
+        print(json.dumps(as_json, indent=1))
         return 0
-    n_mutants = sum(len(v) for v in mutants.values())
-    repos = {s.repository for s in scripts}
-    print("\n".join(summary(m, len(scripts), len(repos), n_mutants)))
-    for title, table in (("operator", by_op), ("script", m.by(0))):
-        print(f"\nper {title}:\n{HEADER}")
-        for name, tally in table.items():
-            if sum(tally.labels.values()) or tally.expected or tally.errors:
-                print(_row(name, tally))
-    found_problems = problems(m)
     if found_problems:
-        print(f"\n{len(found_problems)} problems:")
+        print(f"{len(found_problems)} problems:")
         print("\n".join(found_problems))
-    if args.details:
-        print("\n" + "\n".join(details(m)))
     return 1 if args.check and found_problems else 0
 
 

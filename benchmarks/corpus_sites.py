@@ -1,6 +1,6 @@
 """The operators measured on public training scripts: hand labels joined with the mutants.
 
-Used by ``python benchmarks/bench_sites.py --corpus DIR`` (issue 22). Three hand-written files:
+Used by ``python benchmarks/site_match.py --corpus DIR`` (issue 22). Three hand-written files:
 
 - ``benchmarks/corpus.toml``: the scripts, pinned (repository, commit, path, style). Each is
   read from ``DIR/<owner>+<name>/repo`` (a bare git directory, or a work tree's ``.git``
@@ -65,7 +65,7 @@ for _path in (str(HERE.parent), str(HERE)):
     if _path not in sys.path:  # run as a script from anywhere, or loaded by a test
         sys.path.insert(0, _path)
 
-import bench_sites  # noqa: E402
+import site_match  # noqa: E402
 
 from mutations.registry import all_operators  # noqa: E402
 from mutator import MutationError, SourceFile  # noqa: E402
@@ -74,6 +74,7 @@ CORPUS = HERE / "corpus.toml"
 LABELS = HERE / "corpus_labels.csv"
 EXPECTED = HERE / "corpus_expected.toml"
 LABEL_KINDS = ("ok", "eval_only", "off_path", "different", "false")
+SPLITS = ("held_out", "tune")  # issue 29: the held-out half is reported first
 COLUMNS = ("script", "identity", "diff_hash", "line", "operator", "label", "reason")
 
 
@@ -84,6 +85,9 @@ class Script:
     commit: str
     path: str
     style: str
+    split: str = "tune"
+    offline: bool = False  # runs on CPU in seconds on shipped or generated data, with argv
+    argv: tuple[str, ...] = ()
 
     def git_dir(self, root: Path) -> Path:
         """The mirror's git directory: a bare one, or the ``.git`` of a work tree."""
@@ -107,8 +111,8 @@ class CorpusMutant:
         return (self.script, self.identity, self.diff_hash)
 
     @property
-    def found(self) -> bench_sites.Found:
-        return bench_sites.Found(self.line, self.landing)
+    def found(self) -> site_match.Found:
+        return site_match.Found(self.line, self.landing)
 
 
 @dataclass(frozen=True)
@@ -149,12 +153,20 @@ class Tally:
         return right, sum(self.labels[k] for k in LABEL_KINDS) + self.errors
 
 
-def load_corpus(path: Path = CORPUS) -> list[Script]:
+def load_corpus(path: Path | None = None) -> list[Script]:
+    path = path or CORPUS
     raw = tomllib.loads(path.read_text(encoding="utf-8"))["script"]
-    scripts = [Script(**entry) for entry in raw]
+    scripts = [Script(**{**entry, "argv": tuple(entry.get("argv", ()))}) for entry in raw]
     names = Counter(s.name for s in scripts)
     if doubled := sorted(n for n, c in names.items() if c > 1):
         raise ValueError(f"{path.name}: script names used twice: {', '.join(doubled)}")
+    if odd := sorted(s.name for s in scripts if s.split not in SPLITS):
+        raise ValueError(f"{path.name}: split is one of {', '.join(SPLITS)}: {', '.join(odd)}")
+    splits_of: dict[str, set[str]] = defaultdict(set)
+    for s in scripts:
+        splits_of[s.repository].add(s.split)
+    if mixed := sorted(r for r, found in splits_of.items() if len(found) > 1):
+        raise ValueError(f"{path.name}: a repository lies in one split only: {', '.join(mixed)}")
     return scripts
 
 
@@ -206,9 +218,9 @@ def mutants_of(source: str, name: str, operators=None) -> tuple[list[CorpusMutan
         except MutationError as error:
             errors.append(f"{site.operator.name}: {error}".splitlines()[0])
             continue
-        elsewhere = set(mutant.lines) - bench_sites._own_lines(site, text_lines)
+        elsewhere = set(mutant.lines) - site_match._own_lines(site, text_lines)
         landing = (
-            bench_sites._code_line_at_or_above(max(elsewhere), text_lines) if elsewhere else None
+            site_match._code_line_at_or_above(max(elsewhere), text_lines) if elsewhere else None
         )
         found.append(
             CorpusMutant(
@@ -225,8 +237,9 @@ def mutants_of(source: str, name: str, operators=None) -> tuple[list[CorpusMutan
     return found, errors
 
 
-def load_labels(path: Path = LABELS) -> dict[tuple[str, str, str], Label]:
+def load_labels(path: Path | None = None) -> dict[tuple[str, str, str], Label]:
     """(script, identity, diff_hash) -> label; a row with an empty label is no label."""
+    path = path or LABELS
     if not path.exists():
         return {}
     labels: dict[tuple[str, str, str], Label] = {}
@@ -247,14 +260,15 @@ def load_labels(path: Path = LABELS) -> dict[tuple[str, str, str], Label]:
     return labels
 
 
-def load_expected(path: Path = EXPECTED) -> dict[str, dict[str, list[bench_sites.Entry]]]:
+def load_expected(path: Path | None = None) -> dict[str, dict[str, list[site_match.Entry]]]:
     """Script -> operator -> expected entries (the tests/styles entry forms)."""
+    path = path or EXPECTED
     if not path.exists():
         return {}
     raw = tomllib.loads(path.read_text(encoding="utf-8"))
     return {
         script: {
-            op: [bench_sites._entry(e, f"{path.name}: {script}.{op}") for e in entries]
+            op: [site_match._entry(e, f"{path.name}: {script}.{op}") for e in entries]
             for op, entries in ops.items()
         }
         for script, ops in raw.items()
@@ -271,10 +285,11 @@ class Measurement:
     orphans: list[Label] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     missing_scripts: list[str] = field(default_factory=list)
-    missed: list[tuple[str, str, bench_sites.Entry]] = field(default_factory=list)
+    missed: list[tuple[str, str, site_match.Entry]] = field(default_factory=list)
     unexpected_ok: list[CorpusMutant] = field(default_factory=list)
     mislabelled: list[tuple[CorpusMutant, str]] = field(default_factory=list)
     labels_of: dict[tuple[str, str, str], Label] = field(default_factory=dict)
+    used: set[tuple[str, str, str]] = field(default_factory=set)  # labels a mutant matched
 
     def by(self, index: int) -> dict[str, Tally]:
         """Tallies summed per operator (index 1) or per script (index 0)."""
@@ -294,12 +309,12 @@ def measure(
     mutants: dict[str, list[CorpusMutant]],
     errors: dict[str, list[str]],
     labels: dict[tuple[str, str, str], Label],
-    expected: dict[str, dict[str, list[bench_sites.Entry]]],
+    expected: dict[str, dict[str, list[site_match.Entry]]],
 ) -> Measurement:
     """Join the mutants of each script with the labels and the expected sites."""
     m = Measurement(labels_of=labels)
     known = {(label.script, label.identity) for label in labels.values()}
-    used: set[tuple[str, str, str]] = set()
+    used = m.used
     for script, found in mutants.items():
         for mutant in found:
             tally = m.tallies[(script, mutant.operator)]
