@@ -60,14 +60,18 @@ def start_ray(init: Mapping[str, Any]) -> None:
     sweep's own wait message replaces those lines (``RAY_SCHEDULER_EVENTS``, read when ray
     is imported, unless set)."""
     os.environ.setdefault("RAY_SCHEDULER_EVENTS", "0")
+    settings = dict(init)
+    local = settings.get("address") in (None, "local")
+    if local:
+        # A new instance on this machine alone: Ray 2.x swaps 127.0.0.1 for the machine's
+        # outward address unless told that no other node will join (this variable).
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        # Ray refuses an object store size when it joins a running cluster.
+        settings.setdefault("object_store_memory", LOCAL_OBJECT_STORE_BYTES)
     import ray
 
     if ray.is_initialized():
         return
-    settings = dict(init)
-    # Ray refuses an object store size when it joins a running cluster.
-    if settings.get("address") in (None, "local"):
-        settings.setdefault("object_store_memory", LOCAL_OBJECT_STORE_BYTES)
     try:
         ray.init(**settings)
     except (ConnectionError, ValueError, RuntimeError) as error:
