@@ -56,6 +56,7 @@ class LaunchFit(Callback):
         quiet = bool(config.get("quiet", False))
         since = time.time()
         try:
+            launch_probe.check_extra(kind)
             if kind == "ray":  # before the plugin would, with our settings (launch_probe)
                 launch_probe.start_ray(_container(config.hydra.launcher.ray.init))
             fit = self._fit(kind, config) if config.get("launcher_fit", True) else Fit()

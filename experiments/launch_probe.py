@@ -5,6 +5,7 @@ these answers are in ``experiments.launch_fit``."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import shutil
@@ -25,6 +26,24 @@ def _parsed(overrides: Iterable[str]) -> list[Any]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     return OverridesParser.create().parse_overrides([str(text) for text in overrides])
+
+
+EXTRAS = {  # launcher kind -> (modules it needs, the extra that installs them)
+    "ray": (("ray", "hydra_plugins.hydra_ray_launcher"), "ray"),
+    "submitit_slurm": (("hydra_plugins.hydra_submitit_launcher",), "slurm"),
+    "submitit_local": (("hydra_plugins.hydra_submitit_launcher",), "slurm"),
+}
+
+
+def check_extra(kind: str) -> None:
+    """A launcher whose plugin is not installed: one line naming the extra."""
+    modules, extra = EXTRAS.get(kind, ((), ""))
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise LaunchError(
+            f"hydra/launcher={kind} needs {', '.join(missing)}: pip install 'trainwreck[{extra}]'"
+            " (docs/scale.md)"
+        )
 
 
 def explicit_keys(hydra_overrides: Iterable[str]) -> set[str]:

@@ -76,7 +76,10 @@ def job_folders_started(sweep_dir: Path, since: float) -> Callable[[], bool]:
     (a rerun into the same sweep folder finds the older ones)."""
 
     def started() -> bool:
-        for path in sweep_dir.glob("**/.hydra/config.yaml"):
+        # Job folders are <sweep>/<job number> by default; two levels cover a nested
+        # hydra.sweep.subdir without walking a sweep folder set to a whole project.
+        found = [*sweep_dir.glob("*/.hydra/config.yaml"), *sweep_dir.glob("*/*/.hydra/config.yaml")]
+        for path in found:
             try:
                 if path.stat().st_mtime >= since:
                     return True

@@ -188,3 +188,37 @@ def test_slurm_wait_reason_comes_from_squeue(tmp_path, monkeypatch):
     (folder / "123_0_submitted.pkl").write_bytes(b"")
     why = launch_watch.slurm_why(tmp_path / "submitit")()
     assert why == "SLURM jobs: 2 PENDING (Priority), 1 RUNNING (squeue shows the queue)"
+
+
+def test_a_launcher_whose_extra_is_missing_is_one_line_naming_it(monkeypatch, capsys):
+    cfg = _config()  # composed first: the check is of what the launcher would need
+    with read_write(cfg), open_dict(cfg):
+        cfg.hydra.launcher = {
+            "_target_": "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher"
+        }
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if "ray" in name else real(name, *a)
+    )
+    with pytest.raises(SystemExit) as stop:
+        LaunchFit().on_multirun_start(cfg)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "[trainwreck] configuration error: hydra/launcher=ray needs ray, "
+        "hydra_plugins.hydra_ray_launcher: pip install 'trainwreck[ray]' (docs/scale.md)"
+    )
+
+
+def test_ray_wait_reason_tells_a_too_small_cluster_from_a_busy_one(monkeypatch):
+    from experiments import launch_probe
+
+    monkeypatch.setattr(launch_probe, "ray_nodes", lambda: [{"CPU": 2.0}, {"CPU": 8.0}])
+    monkeypatch.setattr(launch_probe, "ray_resources", lambda: ({"CPU": 1.0}, {"CPU": 10.0}))
+    too_big = launch_watch.ray_why({"CPU": 16.0})()
+    assert "no live node has that much (largest: CPU 8)" in too_big
+    assert "Lower hydra.launcher.ray.remote.num_cpus" in too_big
+    busy = launch_watch.ray_why({"CPU": 4.0})()
+    assert busy == (
+        "each shard asks Ray for CPU 4; free now: CPU 1 of 10. The shards wait until other "
+        "tasks free that much on one node (`ray status` shows what runs)"
+    )
