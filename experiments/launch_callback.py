@@ -60,9 +60,6 @@ class LaunchFit(Callback):
             if kind == "ray":  # before the plugin would, with our settings (launch_probe)
                 launch_probe.start_ray(_container(config.hydra.launcher.ray.init))
             fit = self._fit(kind, config) if config.get("launcher_fit", True) else Fit()
-            if kind == "ray":
-                self.board = f"trainwreck-launch-{uuid.uuid4().hex[:12]}"
-                board = launch_watch.create_board(self.board)
         except LaunchError as error:
             _stop_ray(kind)
             print(f"[trainwreck] configuration error: {error}", file=sys.stderr)
@@ -76,7 +73,8 @@ class LaunchFit(Callback):
             return
         sweep_dir = Path(str(config.hydra.sweep.dir)).absolute()
         if kind == "ray":
-            started = launch_watch.board_started(board)
+            self.board = f"trainwreck-launch-{uuid.uuid4().hex[:12]}"
+            started = launch_watch.board_started(launch_watch.create_board(self.board))
             why = launch_watch.ray_why(_ray_asks(config))
         else:
             started = launch_watch.job_folders_started(sweep_dir, since - 1)
