@@ -67,15 +67,7 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
     sweeps.check_results_dir(results_dir)
     budget = runner_budget(cfg.budget)
     quiet = cfg.quiet
-
-    def progress(done: int, total: int, cached: int, failed: int) -> None:
-        if not quiet:
-            print(
-                f"\r[trainwreck] {done}/{total} runs ({cached} cached, {failed} not ok)",
-                end="\n" if done == total else "",
-                file=sys.stderr,
-                flush=True,
-            )
+    progress = _progress_printer(quiet)
 
     def run(chosen: list) -> list[dict[str, Any]]:
         return run_sweep(
@@ -109,6 +101,27 @@ def run_job(cfg: DictConfig) -> dict[str, Any]:
         for note in validation_notes(rows):
             say(note)
     return summary
+
+
+def _progress_printer(quiet: bool):
+    """``progress(done, total, cached, failed)``: one line rewritten in place on a terminal;
+    elsewhere (a launcher's log, Ray's forwarded output) a line per tenth and the last."""
+    on_terminal = sys.stderr.isatty()
+    shown: set[int] = set()
+
+    def progress(done: int, total: int, cached: int, failed: int) -> None:
+        if quiet:
+            return
+        line = f"[trainwreck] {done}/{total} runs ({cached} cached, {failed} not ok)"
+        if on_terminal:
+            print(f"\r{line}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+            return
+        tenth = 10 * done // max(total, 1)
+        if done == total or tenth not in shown:
+            shown.add(tenth)
+            print(line, file=sys.stderr, flush=True)
+
+    return progress
 
 
 # An absolute path: "../configs" would resolve as a package when the module is imported

@@ -97,6 +97,10 @@ class Config:
     results_dir: str = "results/"
     quiet: bool = False
     retry_failed: bool = False  # rerun cached timeouts, OOMs and killed runs
+    # Multiruns (experiments.launch_callback): size the launcher's request to what the
+    # machine or cluster has; say why when no job has started after launcher_wait_s.
+    launcher_fit: bool = True
+    launcher_wait_s: float = 300.0
 
 
 def register_configs() -> None:
