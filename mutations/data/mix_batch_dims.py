@@ -96,6 +96,7 @@ class MixBatchDims(Swap):
     category = "data"
     summary = "Flatten a batch with the batch dimension moved: samples mix within a batch."
     expected = "breaks_training"
+    witness = "differs train_inputs|losses", "the model's inputs (or its numbers) mix samples"
     node_types = (cst.Call,)
     examples = (
         Example(

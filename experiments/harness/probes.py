@@ -1,0 +1,314 @@
+"""Witness probes: the runtime facts that show a mutant's run is the bug it claims.
+
+Each operator declares its witness (``mutator.witness``): a fact from ``FACTS`` and how the
+mutant's must differ from the reference run's on the same seed (``experiments.witness``
+decides). The facts come from the telemetry's own hooks (``hooks.py``: backward, the
+optimizer step hooks, the loss functions; ``forwards.py``: top-level forwards, told into
+training and evaluation) and from a few call wrappers (``probe_calls.py``: dropout,
+gradient clipping, ``GradScaler``, ``load_state_dict``). Each hook does a few attribute
+reads; what costs more (a digest, a parameter census) runs on the first events and every
+``EVERY``-th (digest.py) or once per optimizer. Events keep their count and the optimizer
+step of the first, so a crash's partial record still says what fired before it.
+
+``facts()`` is the JSON the end record holds (``witness``); the telemetry appends it to
+the trace as a ``witness`` record when it changed (at a first event, and on sampled
+steps), so a run killed without an end record keeps what fired and when.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+from experiments.harness.digest import Sampled, digest, resolve
+from experiments.harness.modes import ModeModules, modes
+
+EVENTS = (
+    "stale_grad",
+    "train_mode_off",
+    "eval_mode_on",
+    "eval_graph",
+    "backward_no_graph",
+    "empty_steps",
+    "graph_kept",
+    "retained_graph",
+    "clip_before_backward",
+    "self_loads",
+)
+SEQUENCES = ("targets", "train_inputs", "eval_inputs", "losses", "eval_outputs")
+MAX_OPTIMIZERS = 8  # first-step settings kept per run
+MAX_MODULES = 4  # top-level modules of training forwards kept for the parameter census
+MAX_LR_CHANGES = 64
+_GROUP_KEYS = ("lr", "weight_decay", "eps", "momentum")
+_Tensor = torch.Tensor
+
+
+class _Sentinel:
+    """Put on a graph's root node: it lives exactly as long as the node (weakref test)."""
+
+    __slots__ = ("__weakref__",)
+
+    def __call__(self, grad_outputs: Any) -> None:
+        return None
+
+
+def _alive(ref: Any) -> bool:
+    return ref is not None and ref() is not None
+
+
+def _sentinel(tensor: Any) -> Any:
+    node = getattr(tensor, "grad_fn", None)
+    if node is None:
+        return None
+    sentinel = _Sentinel()
+    try:
+        node.register_prehook(sentinel)
+    except RuntimeError:
+        return None
+    return weakref.ref(sentinel)
+
+
+class Probes:
+    def __init__(self) -> None:
+        self.events: dict[str, list[Any]] = {name: [0, None] for name in EVENTS}
+        self.sequences = {name: Sampled() for name in SEQUENCES}
+        self.steps = 0
+        self.dropouts = 0  # dropout calls that dropped (probe_calls.py)
+        self.dropout_p: set[float] = set()
+        self.backward_since_step = False
+        self.counts = dict.fromkeys(
+            ("clip_active", "clip_calls", "scaler_scale", "scaler_unscale", "module_loads"), 0
+        )
+        self.clip_max: float | None = None
+        self.clip_pending: list[_Tensor] = []  # accelerator clip checks, read at the end
+        self.first_batch: int | None = None
+        self.train_samples = 0
+        self.first_loss: dict[str, Any] | None = None
+        self.mode_modules = 0
+        self.optimizers: list[dict[str, Any]] = []
+        self.optimizer_count = 0
+        self.foreign_grads = 0
+        self.no_grad_params: int | None = None
+        self.zero_params: int | None = None
+        self.lr: list[list[float]] = []
+        self.dirty = self.fresh = False
+        self._modes = ModeModules()
+        self._seen: dict[int, Any] = {}  # id(optimizer) -> weakref
+        self._modules: list[Any] = []  # weakrefs to training forwards' modules
+        self._stale: tuple[Any, Any, int] | None = None  # (param, grad, version)
+        self._stale_pre = False
+        self._last_graph: Any = None
+        self._retained: Any = None
+        self._empty_step = -1
+        self._last_lr: float | None = None
+
+    def event(self, name: str) -> None:
+        record = self.events[name]
+        if not record[0]:
+            record[1] = self.steps
+            self.fresh = True
+        record[0] += 1
+        self.dirty = True
+
+    # -- forwards (forwards.py) ------------------------------------------------------
+    def enter_forward(self) -> int:
+        if self._retained is not None:
+            if self._retained() is not None:
+                self.event("retained_graph")
+            self._retained = None
+        return self.dropouts
+
+    def forward_info(self, module: Any, args: tuple, output: Any, mark: int) -> tuple:
+        """What a top-level forward showed, filed as training or evaluation later (one
+        with a graph is most likely training: its inputs are digested when the training
+        sequence wants its next one)."""
+        found = self._modes.of(module)
+        off, on = modes(found) if found else (False, False)
+        first = args[0] if args else None
+        batch = int(first.shape[0]) if isinstance(first, _Tensor) and first.dim() else None
+        graph = output.grad_fn is not None
+        sampled = self.sequences["train_inputs" if graph else "eval_inputs"].want()
+        return (
+            module,
+            off,
+            on or self.dropouts != mark,
+            len(found),
+            batch,
+            digest(first) if sampled else None,
+            digest(output) if sampled else None,
+        )
+
+    def train_forward(self, info: tuple) -> None:
+        module, off, _on, count, batch, inputs, _outputs = info
+        if off:
+            self.event("train_mode_off")
+        self.mode_modules = max(self.mode_modules, count)
+        if batch is not None:
+            if self.first_batch is None:
+                self.first_batch = batch
+                self.dirty = True
+            self.train_samples += batch
+        self.sequences["train_inputs"].add(inputs, kept=inputs is not None)
+        if len(self._modules) < MAX_MODULES and all(ref() is not module for ref in self._modules):
+            self._modules.append(weakref.ref(module))
+
+    def eval_forward(self, info: tuple, graph: bool) -> None:
+        _module, _off, on, _count, _batch, inputs, outputs = info
+        if on:
+            self.event("eval_mode_on")
+        if graph:
+            self.event("eval_graph")
+        self.sequences["eval_inputs"].add(inputs, kept=inputs is not None)
+        self.sequences["eval_outputs"].add(outputs, kept=outputs is not None)
+
+    # -- losses (hooks.py's loss-function wrapper) -------------------------------------
+    def loss_call(self, name: str, args: tuple, kwargs: dict[str, Any]) -> None:
+        """A loss function about to run with autograd on (before it may raise)."""
+        inputs = [value for value in (*args, *kwargs.values()) if isinstance(value, _Tensor)]
+        if not any(value.requires_grad for value in inputs):
+            return
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        if self.first_loss is None:
+            self.first_loss = {
+                "name": name,
+                "options": {
+                    key: value
+                    for key, value in kwargs.items()
+                    if isinstance(value, (int, float, str, bool)) or value is None
+                },
+                "tensors": [
+                    [str(value.dtype), list(value.shape), value.requires_grad] for value in inputs
+                ],
+            }
+            self.dirty = True
+        targets = self.sequences["targets"]
+        if targets.want():
+            targets.add(digest(target))
+        else:
+            targets.n += 1
+
+    def eval_loss(self, result: _Tensor) -> None:
+        outputs = self.sequences["eval_outputs"]
+        outputs.add(digest(result) if outputs.want() else None)
+
+    # -- backward (hooks.py) ---------------------------------------------------------
+    def before_backward(self, tensors: Any) -> None:
+        loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
+        if isinstance(loss, _Tensor) and not loss.requires_grad:
+            self.event("backward_no_graph")
+        if _alive(self._last_graph):
+            self.event("graph_kept")
+        stale = self._stale
+        self._stale_pre = bool(
+            stale and stale[0].grad is stale[1] and stale[1]._version == stale[2]
+        )
+
+    def after_backward(self, tensors: Any, retain: bool) -> None:
+        loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
+        self.backward_since_step = True
+        stale = self._stale
+        if stale is not None:
+            grad = stale[0].grad
+            if self._stale_pre and grad is stale[1] and grad._version != stale[2]:
+                self.event("stale_grad")
+            self._stale = None if grad is None else (stale[0], grad, grad._version)
+        else:
+            self._stale = self._sample_grad()
+        self._last_graph = _sentinel(loss)
+        if retain:
+            self._retained = self._last_graph
+
+    def _sample_grad(self) -> tuple[Any, Any, int] | None:
+        """The first parameter with a gradient of the first trained module: whether a
+        later backward adds into that gradient uncleared is the stale-gradient probe."""
+        for ref in self._modules[:1]:
+            module = ref()
+            for param in module.parameters() if module is not None else ():
+                if param.grad is not None:
+                    return (param, param.grad, param.grad._version)
+        return None
+
+    # -- optimizer steps (hooks.py) --------------------------------------------------
+    def before_step(self, optimizer: torch.optim.Optimizer) -> None:
+        groups = optimizer.param_groups
+        if not any(p.grad is not None for group in groups for p in group["params"]):
+            self._empty(self.steps + 1)
+        seen = self._seen.get(id(optimizer))
+        if seen is None or seen() is not optimizer:
+            self._first_step(optimizer)
+
+    def _empty(self, step: int) -> None:
+        if self._empty_step != step:
+            self._empty_step = step
+            self.event("empty_steps")
+
+    def zero_grad_norm(self, step: int) -> None:
+        """A sampled step whose gradients were all zero (zero_grad without set_to_none)."""
+        self._empty(step)
+
+    def _first_step(self, optimizer: torch.optim.Optimizer) -> None:
+        self._seen[id(optimizer)] = weakref.ref(optimizer)
+        self.optimizer_count += 1
+        self.dirty = self.fresh = True
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        held = {id(p) for p in params}
+        trained = [p for ref in self._modules if (m := ref()) is not None for p in m.parameters()]
+        self.foreign_grads += sum(1 for p in trained if p.grad is not None and id(p) not in held)
+        with torch.no_grad():
+            if self.no_grad_params is None:
+                self.no_grad_params = sum(1 for p in trained if p.requires_grad and p.grad is None)
+                self.zero_params = sum(1 for p in params if p.numel() and not bool(p.any()))
+        if len(self.optimizers) < MAX_OPTIMIZERS:
+            group = optimizer.param_groups[0] if optimizer.param_groups else {}
+            self.optimizers.append(
+                {
+                    "class": type(optimizer).__name__,
+                    **{key: _plain(group.get(key)) for key in _GROUP_KEYS},
+                    "state": len(optimizer.state),
+                }
+            )
+
+    def after_step(self, optimizer: torch.optim.Optimizer, steps: int) -> None:
+        self.steps = steps
+        self.backward_since_step = False
+        groups = optimizer.param_groups
+        lr = groups[0].get("lr") if groups else None
+        if lr != self._last_lr and len(self.lr) < MAX_LR_CHANGES:
+            self._last_lr = lr
+            self.lr.append([steps, _plain(lr)])
+
+    # -- the record ------------------------------------------------------------------
+    def facts(self) -> dict[str, Any]:
+        active = self.counts["clip_active"]
+        for pending in list(self.clip_pending):
+            active += int(resolve(pending) or 0)
+        return {
+            **{name: list(record) for name, record in self.events.items()},
+            **{name: sequence.record() for name, sequence in self.sequences.items()},
+            **{name: count for name, count in self.counts.items() if name != "clip_active"},
+            "clip_active": active,
+            "clip_max": self.clip_max,
+            "foreign_grads": self.foreign_grads,
+            "no_grad_params": self.no_grad_params,
+            "zero_params": self.zero_params,
+            "train_samples": self.train_samples,
+            "first_batch": self.first_batch,
+            "optimizers": self.optimizer_count,
+            "optimizer": [dict(settings) for settings in self.optimizers],
+            "optimizer_state": sum(settings["state"] for settings in self.optimizers),
+            "lr": [list(change) for change in self.lr],
+            "dropout_p": sorted(self.dropout_p),
+            "loss_call": self.first_loss,
+            "mode_modules": self.mode_modules,
+        }
+
+
+def _plain(value: Any) -> Any:
+    """A param-group setting as JSON holds it (a tensor lr as a float, betas as a list)."""
+    if isinstance(value, _Tensor):
+        return resolve(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(item) for item in value]
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
