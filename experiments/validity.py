@@ -53,7 +53,8 @@ def validity_table(symptoms: pd.DataFrame) -> pd.DataFrame:
     for operator, group in mutants.groupby("operator", sort=True):
         measured = group["measured"]
         counts = {status: int(measured.eq(status).sum()) for status in NOT_THE_BUG}
-        why = Counter(_reason(text) for text in group.loc[measured.eq(UNCONFIRMED), "outcome"])
+        said = group["outcome"] if "outcome" in group else pd.Series("", index=group.index)
+        why = Counter(_reason(text) for text in said[measured.eq(UNCONFIRMED)])
         rows.append(
             {
                 "operator": operator,

@@ -32,6 +32,11 @@ from typing import Any
 from mutator.witness import FACTS, Witness
 
 CONFIRMED, UNCONFIRMED, STILLBORN, UNKNOWN = "confirmed", "unconfirmed", "stillborn", "unknown"
+# A run's ``witness`` when its record has no such field: recorded by a harness before the
+# probes (version 9) or written by hand. Its verdict is ``unknown`` (judged as before, and
+# the row says so), unlike a run of this harness without telemetry, whose witness is None
+# (``unconfirmed``: nothing observed it).
+NOT_RECORDED = "not recorded"
 # Statuses whose run ended normally: its counts are complete ("fewer" can be judged).
 FINISHED = ("ok", "nan")
 ENDED_EARLY = ("timeout", "oom", "killed")
@@ -78,6 +83,8 @@ def decide(
     witnesses = [getattr(cls, "witness", None) for cls, _ in operators]
     if any(not isinstance(witness, Witness) for witness in witnesses):
         return Verdict(UNKNOWN, "undecided", "an operator declares no witness")
+    if run.get("witness") == NOT_RECORDED or (reference or {}).get("witness") == NOT_RECORDED:
+        return Verdict(UNKNOWN, "not_recorded", "witness not recorded (a run of harness < 9)")
     crash = _crash(run)
     declared = crash is not None and any(w.declares(crash) for w in witnesses)
     if declared:
@@ -123,10 +130,10 @@ def _part(
     device = str(run.get("device") or "cpu")
     if witness.comparison == "device":
         if device == "cpu":
-            return False, f"not observable on the CPU ({witness.says})", "device"
+            return False, f"cannot happen on the CPU: {witness.says}", "device"
         return False, f"no device-mismatch crash ({witness.says})", "no_effect"
     if witness.comparison == "crash":
-        return False, f"it did not crash as declared ({witness.says})", "no_effect"
+        return False, f"it did not crash as declared: {witness.says}", "no_effect"
     mine = run.get("witness")
     if not isinstance(mine, Mapping):
         return (
@@ -145,11 +152,9 @@ def _part(
         if found[-1][0]:
             return True, f"{witness.says} ({found[-1][1]})", "fired"
     why = found[0] if found else (False, "", "no_effect")
-    where = f"vs the reference on seed {run.get('seed')}"
+    where = f"the reference on seed {run.get('seed')}"
     detail = (
-        f"{witness.says}: not seen ({why[1]}; {where})"
-        if why[1]
-        else f"{witness.says}: not seen ({where})"
+        f"not seen: {witness.says} ({why[1]}; {where})" if why[1] else f"not seen: {witness.says}"
     )
     return False, detail, why[2]
 
@@ -166,7 +171,7 @@ def _compare(
     comparison = "differs" if witness.differential else witness.comparison
     m, r = _value(mine, fact, kind), _value(theirs, fact, kind)
     if kind in ("events", "count") and comparison in ("more", "fewer", "differs"):
-        return _counts(fact, comparison, m, r, finished, mine)
+        return _counts(fact, comparison, m, r, finished, mine, theirs)
     if comparison == "factor":
         return _factor(fact, m, r, params.get(witness.factor or "factor"))
     if kind == "sequence":
@@ -190,16 +195,18 @@ def _value(facts: Mapping[str, Any], fact: str, kind: str) -> Any:
     return value
 
 
-def _counts(fact, comparison, m, r, finished, mine) -> tuple[bool, str, str]:
+def _counts(fact, comparison, m, r, finished, mine, theirs) -> tuple[bool, str, str]:
     if m is None or r is None:
         return False, f"{fact} not recorded", "no_effect"
     first = mine.get(fact)
-    at = f", first at step {first[1]}" if isinstance(first, list) and first and first[0] else ""
+    at = f", first after {first[1]} steps" if isinstance(first, list) and first and first[0] else ""
     more = comparison == "more" and m > r
     if more or (comparison == "differs" and m != r and (finished or m > r)):
         return True, f"{m} vs {r}{at}", "fired"
     if comparison == "fewer" and finished and m < r:
         return True, f"{m} vs {r}", "fired"
+    if fact == "clip_active" and r == 0 and theirs.get("clip_calls"):
+        return False, "the reference's clipping never cut a gradient", "no_effect"
     if comparison == "fewer" and r == 0:
         return False, f"the reference has no {fact} either", "not_reached"
     if fact in ("train_mode_off", "eval_mode_on") and not mine.get("mode_modules"):
@@ -208,12 +215,11 @@ def _counts(fact, comparison, m, r, finished, mine) -> tuple[bool, str, str]:
             "the model has no module whose behaviour depends on train/eval mode",
             "no_effect",
         )
-    if fact == "clip_active" and r == 0:
-        return False, "the reference's clipping never cut a gradient", "no_effect"
     return False, f"{m} vs {r}", "no_effect"
 
 
 def _factor(fact, m, r, factor) -> tuple[bool, str, str]:
+    m, r = (value if isinstance(value, list) or value is None else [value] for value in (m, r))
     if not m:
         return False, f"no {fact} recorded", "no_effect"
     for got, want in zip(m, r or []):
@@ -239,17 +245,20 @@ def _sequences(fact, m, r, finished) -> tuple[bool, str, str]:
             return True, f"{fact} differ from #{index}", "fired"
     if finished and mine[0] != theirs[0]:
         return True, f"{mine[0]} {fact} vs {theirs[0]}", "fired"
+    if finished and mine[2] is not None and theirs[2] is not None and mine[2] != theirs[2]:
+        return True, f"{fact} differ (between samples)", "fired"
     return False, f"same {fact} as the reference", "no_effect"
 
 
-def _entries(value: Any) -> tuple[int, dict[int, Any]]:
-    """(events, index -> value) of a sampled sequence ``{"n", "at"}`` or a plain list."""
+def _entries(value: Any) -> tuple[int, dict[int, Any], Any]:
+    """(events, index -> value, checksum) of a sampled sequence ``{"n", "chain", "at"}``
+    (harness/digest.py) or a plain list."""
     if isinstance(value, Mapping):
         pairs = value.get("at") or []
-        return int(value.get("n") or 0), {int(i): v for i, v in pairs}
+        return int(value.get("n") or 0), {int(i): v for i, v in pairs}, value.get("chain")
     if isinstance(value, list):
-        return len(value), {i: _freeze(v) for i, v in enumerate(value)}
-    return 0, {}
+        return len(value), {i: _freeze(v) for i, v in enumerate(value)}, None
+    return 0, {}, None
 
 
 def _freeze(value: Any) -> Any:

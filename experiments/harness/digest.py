@@ -6,7 +6,8 @@ one seed compute the same bytes, so equal digests mean equal tensors there (up t
 stride on large ones) and a changed label, pixel order or normalisation changes it. On
 an accelerator the strided copy stays a tensor until ``resolve`` reads it (no host sync
 in the hook). ``Sampled``: a sequence of such values kept at the first ``HEAD`` positions
-and every ``EVERY``-th after, at most ``CAP`` of them, with the number of events seen.
+and every ``EVERY``-th after, at most ``CAP`` of them, with the number of events seen and
+a checksum over all of them.
 """
 
 from __future__ import annotations
@@ -64,13 +65,18 @@ def resolve(value: Any) -> Any:
 
 class Sampled:
     """A sampled sequence (module docstring): ``want()`` says whether the next event is
-    kept, ``add`` records it (and counts it either way)."""
+    kept, ``add`` records it (and counts it either way). ``chain`` folds every value
+    added (a CRC-32 over their texts): two runs that end normally with the same events
+    have the same chain, so a difference at an event no sample kept (the one evaluation
+    of a test set at the end) still shows. An accelerator's values are read only when
+    sampled, so there the chain stops (None)."""
 
-    __slots__ = ("at", "n")
+    __slots__ = ("at", "chain", "n")
 
     def __init__(self) -> None:
         self.n = 0
         self.at: list[list[Any]] = []
+        self.chain: int | None = 0
 
     def want(self) -> bool:
         n = self.n
@@ -80,9 +86,18 @@ class Sampled:
         if self.want() if kept is None else kept:
             self.at.append([self.n, value])
         self.n += 1
+        chain = self.chain
+        if chain is not None:
+            if value.__class__ is str:
+                self.chain = zlib.crc32(value.encode(), chain)
+            elif value.__class__ is float:
+                self.chain = zlib.crc32(float.__repr__(value).encode(), chain)
+            elif value is not None:
+                self.chain = None
 
     def record(self) -> dict[str, Any]:
         kept = list(self.at)
         for entry in kept:  # read once: later records reuse the value
             entry[1] = resolve(entry[1])
-        return {"n": self.n, "at": [list(entry) for entry in kept]}
+        chain = None if self.chain is None else f"{self.chain:08x}"
+        return {"n": self.n, "chain": chain, "at": [list(entry) for entry in kept]}

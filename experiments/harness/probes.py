@@ -128,15 +128,17 @@ class Probes:
         off, on = modes(found) if found else (False, False)
         first = args[0] if args else None
         batch = int(first.shape[0]) if isinstance(first, _Tensor) and first.dim() else None
+        # Inputs are digested on every forward (each sequence's checksum covers them all);
+        # outputs of evaluations only (a forward without a graph), and sampled ones.
         graph = output.grad_fn is not None
-        sampled = self.sequences["train_inputs" if graph else "eval_inputs"].want()
+        sampled = not graph or self.sequences["eval_outputs"].want()
         return (
             module,
             off,
             on or self.dropouts != mark,
             len(found),
             batch,
-            digest(first) if sampled else None,
+            digest(first),
             digest(output) if sampled else None,
         )
 
@@ -150,7 +152,7 @@ class Probes:
                 self.first_batch = batch
                 self.dirty = True
             self.train_samples += batch
-        self.sequences["train_inputs"].add(inputs, kept=inputs is not None)
+        self.sequences["train_inputs"].add(inputs)
         if len(self._modules) < MAX_MODULES and all(ref() is not module for ref in self._modules):
             self._modules.append(weakref.ref(module))
 
@@ -160,8 +162,8 @@ class Probes:
             self.event("eval_mode_on")
         if graph:
             self.event("eval_graph")
-        self.sequences["eval_inputs"].add(inputs, kept=inputs is not None)
-        self.sequences["eval_outputs"].add(outputs, kept=outputs is not None)
+        self.sequences["eval_inputs"].add(inputs)
+        self.sequences["eval_outputs"].add(outputs)
 
     # -- losses (hooks.py's loss-function wrapper) -------------------------------------
     def loss_call(self, name: str, args: tuple, kwargs: dict[str, Any]) -> None:
@@ -183,15 +185,10 @@ class Probes:
                 ],
             }
             self.dirty = True
-        targets = self.sequences["targets"]
-        if targets.want():
-            targets.add(digest(target))
-        else:
-            targets.n += 1
+        self.sequences["targets"].add(digest(target))
 
     def eval_loss(self, result: _Tensor) -> None:
-        outputs = self.sequences["eval_outputs"]
-        outputs.add(digest(result) if outputs.want() else None)
+        self.sequences["eval_outputs"].add(digest(result))
 
     # -- backward (hooks.py) ---------------------------------------------------------
     def before_backward(self, tensors: Any) -> None:
