@@ -36,6 +36,8 @@ def train(
     clip=None,
     steps=6,
     restore_alias=False,
+    evals=1,
+    last_eval=1.0,
     trace=None,
 ):
     """A tiny classifier trained in batches of 16 with one evaluation at the end; each
@@ -62,11 +64,13 @@ def train(
             optimizer.step()
             scheduler.step()
         model.eval()
-        if no_grad_eval:
-            with torch.no_grad():
-                model(x)
-        else:
-            model(x)
+        for number in range(evals):
+            scale = last_eval if number == evals - 1 else 1.0
+            if no_grad_eval:
+                with torch.no_grad():
+                    model(x * scale)
+            else:
+                model(x * scale)
         model.load_state_dict(best)
         return observed.facts()
     finally:
@@ -174,3 +178,13 @@ def test_removing_the_probes_restores_torch():
     observe.install().remove()
     after = (nn.functional.dropout, torch.nn.utils.clip_grad_norm_, nn.Module.load_state_dict)
     assert before == after
+
+
+def test_an_evaluation_no_sample_kept_still_shows_in_the_checksum():
+    reference = train(evals=10)
+    other = train(evals=10, last_eval=2.0)  # the 10th evaluation: index 9, not sampled
+    assert [i for i, _ in other["eval_inputs"]["at"]] == list(range(8))
+    assert other["eval_inputs"]["at"] == reference["eval_inputs"]["at"]
+    assert other["eval_inputs"]["chain"] != reference["eval_inputs"]["chain"]
+    found = verdict("skip_val_normalization", other, reference)
+    assert found.state == CONFIRMED and "between samples" in found.text

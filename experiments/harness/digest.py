@@ -28,14 +28,14 @@ def digest(tensor: Any) -> str | _Held | None:
     """The fingerprint of ``tensor`` (module docstring), or None for what has none."""
     if not isinstance(tensor, _Tensor) or tensor.is_sparse or tensor.is_nested:
         return None
-    with torch.no_grad():
-        flat = tensor.detach().reshape(-1)
-        if flat.numel() > DIGEST_ELEMENTS:
-            flat = flat[:: flat.numel() // DIGEST_ELEMENTS + 1]
-        flat = flat.contiguous()
-        if not flat.is_cpu:
-            return _Held(flat, tensor.dtype, tuple(tensor.shape))
-        return _crc(flat, tensor.dtype, tuple(tensor.shape))
+    flat = tensor.detach().reshape(-1)
+    count = flat.numel()
+    if count > DIGEST_ELEMENTS:
+        flat = flat[:: count // DIGEST_ELEMENTS + 1]
+    flat = flat.contiguous()
+    if not flat.is_cpu:
+        return _Held(flat, tensor.dtype, tuple(tensor.shape))
+    return _crc(flat, tensor.dtype, tuple(tensor.shape))
 
 
 class _Held:
@@ -47,10 +47,17 @@ class _Held:
         self.flat, self.dtype, self.shape = flat, dtype, shape
 
 
+_HEADS: dict[tuple[torch.dtype, tuple[int, ...]], int] = {}
+
+
 def _crc(flat: torch.Tensor, dtype: torch.dtype, shape: tuple[int, ...]) -> str:
-    head = zlib.crc32(f"{dtype}{list(shape)}".encode())
-    if flat.numel():
-        head = zlib.crc32(flat.view(torch.uint8).numpy().tobytes(), head)
+    head = _HEADS.get((dtype, shape))
+    if head is None:
+        if len(_HEADS) > 256:
+            _HEADS.clear()
+        head = _HEADS[(dtype, shape)] = zlib.crc32(f"{dtype}{list(shape)}".encode())
+    if flat.numel():  # the array's buffer, read in place
+        head = zlib.crc32(flat.view(torch.uint8).numpy(), head)
     return f"{head:08x}"
 
 

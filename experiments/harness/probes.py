@@ -96,7 +96,7 @@ class Probes:
         self.dirty = self.fresh = False
         self._modes = ModeModules()
         self._seen: dict[int, Any] = {}  # id(optimizer) -> weakref
-        self._modules: list[Any] = []  # weakrefs to training forwards' modules
+        self._modules: dict[int, Any] = {}  # id -> weakref: training forwards' modules
         self._stale: tuple[Any, Any, int] | None = None  # (param, grad, version)
         self._stale_pre = False
         self._last_graph: Any = None
@@ -128,19 +128,16 @@ class Probes:
         off, on = modes(found) if found else (False, False)
         first = args[0] if args else None
         batch = int(first.shape[0]) if isinstance(first, _Tensor) and first.dim() else None
-        # Inputs are digested on every forward (each sequence's checksum covers them all);
-        # outputs of evaluations only (a forward without a graph), and sampled ones.
-        graph = output.grad_fn is not None
-        sampled = not graph or self.sequences["eval_outputs"].want()
-        return (
-            module,
-            off,
-            on or self.dropouts != mark,
-            len(found),
-            batch,
-            digest(first),
-            digest(output) if sampled else None,
-        )
+        # An evaluation (a forward without a graph) is digested whole, every time: its
+        # sequences' checksums cover them all (a test set evaluated once at the end). A
+        # forward with a graph, most likely training, only when its sequence samples one.
+        if output.grad_fn is None:
+            inputs, outputs = digest(first), digest(output)
+        else:
+            sequences = self.sequences
+            inputs = digest(first) if sequences["train_inputs"].want() else None
+            outputs = digest(output) if sequences["eval_outputs"].want() else None
+        return (module, off, on or self.dropouts != mark, len(found), batch, inputs, outputs)
 
     def train_forward(self, info: tuple) -> None:
         module, off, _on, count, batch, inputs, _outputs = info
@@ -153,8 +150,10 @@ class Probes:
                 self.dirty = True
             self.train_samples += batch
         self.sequences["train_inputs"].add(inputs)
-        if len(self._modules) < MAX_MODULES and all(ref() is not module for ref in self._modules):
-            self._modules.append(weakref.ref(module))
+        known = self._modules.get(id(module))
+        new = known is None or known() is not module  # a new module (or one reusing an id)
+        if new and (known is not None or len(self._modules) < MAX_MODULES):
+            self._modules[id(module)] = weakref.ref(module)
 
     def eval_forward(self, info: tuple, graph: bool) -> None:
         _module, _off, on, _count, _batch, inputs, outputs = info
@@ -168,11 +167,15 @@ class Probes:
     # -- losses (hooks.py's loss-function wrapper) -------------------------------------
     def loss_call(self, name: str, args: tuple, kwargs: dict[str, Any]) -> None:
         """A loss function about to run with autograd on (before it may raise)."""
-        inputs = [value for value in (*args, *kwargs.values()) if isinstance(value, _Tensor)]
-        if not any(value.requires_grad for value in inputs):
-            return
+        first = args[0] if args else kwargs.get("input")
         target = args[1] if len(args) > 1 else kwargs.get("target")
+        if not (
+            (isinstance(first, _Tensor) and first.requires_grad)
+            or (isinstance(target, _Tensor) and target.requires_grad)
+        ):
+            return
         if self.first_loss is None:
+            inputs = [value for value in (*args, *kwargs.values()) if isinstance(value, _Tensor)]
             self.first_loss = {
                 "name": name,
                 "options": {
@@ -220,7 +223,7 @@ class Probes:
     def _sample_grad(self) -> tuple[Any, Any, int] | None:
         """The first parameter with a gradient of the first trained module: whether a
         later backward adds into that gradient uncleared is the stale-gradient probe."""
-        for ref in self._modules[:1]:
+        for ref in list(self._modules.values())[:1]:
             module = ref()
             for param in module.parameters() if module is not None else ():
                 if param.grad is not None:
@@ -251,7 +254,8 @@ class Probes:
         self.dirty = self.fresh = True
         params = [p for group in optimizer.param_groups for p in group["params"]]
         held = {id(p) for p in params}
-        trained = [p for ref in self._modules if (m := ref()) is not None for p in m.parameters()]
+        modules = [ref() for ref in self._modules.values()]
+        trained = [p for m in modules if m is not None for p in m.parameters()]
         self.foreign_grads += sum(1 for p in trained if p.grad is not None and id(p) not in held)
         with torch.no_grad():
             if self.no_grad_params is None:
