@@ -219,3 +219,13 @@ def test_decide_runs_pairs_each_mutant_with_the_reference_of_its_seed_and_argv()
     assert verdicts[2].state == UNCONFIRMED  # its seed's reference had as many
     assert verdicts[3].state == CONFIRMED
     assert verdicts[4].state == UNKNOWN
+
+
+def test_the_shared_stillborn_module_reads_declared_crashes():
+    from experiments.stillborn import Raised, crash_declared
+
+    shape = Raised(("RuntimeError",), "The size of tensor a (10) must match the size of b", ())
+    name = Raised(("NameError",), "name 'x' is not defined", ())
+    mse = operator_classes()["mse_for_classification"]
+    assert crash_declared([mse], shape) and not crash_declared([mse], name)
+    assert not crash_declared([operator_classes()["drop_zero_grad"]], shape)

@@ -254,9 +254,14 @@ def curve_sentence(row: dict[str, Any]) -> str:
             parts.append(f"{label} {_fmt(mine, fmt)} [{_fmt(ref, fmt)}]")
     labels = row.get("symptoms") or "none stable"
     outcome = row.get("outcome") or "as reference"
-    unstable = f"; unstable: {row['unstable']}" if row.get("unstable") else ""
+    unstable = f"; unstable: {row['unstable']}" if _present(row.get("unstable")) else ""
     where = f" at `{row['site']}`" if row.get("site") else ""
     head = f"`{row['loop']}` ({row['variant']}{where}, {row['n_seeds']} seeds): "
+    if not parts and not is_valid(row["measured"]) and _present(row.get("why")):
+        said = str(row["why"])  # set aside, not judged: why, in its own words
+        return head + (
+            said if said.startswith(str(row["measured"])) else f"{row['measured']}: {said}"
+        )
     why = (
         f" {'Unjudged' if row['measured'] == UNJUDGED else 'Why not ' + str(row['expected'])}: "
         f"{row['why']}."
