@@ -38,6 +38,7 @@ def train(
     restore_alias=False,
     evals=1,
     last_eval=1.0,
+    halve=False,
     trace=None,
 ):
     """A tiny classifier trained in batches of 16 with one evaluation at the end; each
@@ -57,8 +58,8 @@ def train(
             if zero_grad:
                 optimizer.zero_grad()
             loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
-            loss.backward(retain_graph=retain)
             total = total + loss if keep_total else total + loss.item()
+            (loss / 2 if halve else loss).backward(retain_graph=retain)
             if clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip)
             optimizer.step()
@@ -188,3 +189,18 @@ def test_an_evaluation_no_sample_kept_still_shows_in_the_checksum():
     assert other["eval_inputs"]["chain"] != reference["eval_inputs"]["chain"]
     found = verdict("skip_val_normalization", other, reference)
     assert found.state == CONFIRMED and "between samples" in found.text
+
+
+def test_a_clip_rescaling_gradients_in_place_does_not_clear_them(reference):
+    clipped = train(clip=1e-3)
+    assert clipped["stale_grad"][0] == 0  # zero_grad() every step
+    stale = train(clip=1e-3, zero_grad=False)
+    assert stale["stale_grad"][0] == 5
+    assert verdict("drop_zero_grad", stale, clipped).state == CONFIRMED
+
+
+def test_a_running_total_keeps_the_graph_of_a_scaled_loss(reference):
+    halved = train(halve=True)
+    kept = train(halve=True, keep_total=True)
+    assert halved["graph_kept"][0] == 0 and kept["graph_kept"][0] == 5
+    assert verdict("accumulate_loss_graph", kept, halved).state == CONFIRMED

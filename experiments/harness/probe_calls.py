@@ -7,7 +7,9 @@
   above ``max_norm``; a value clip counts as cutting, unmeasured);
 - ``GradScaler.scale`` / ``unscale_`` of an enabled scaler (a disabled one does nothing);
 - ``nn.Module.load_state_dict``: how often, and whether the tensors loaded are the module's
-  own (a "best" state kept without a copy restores nothing).
+  own (a "best" state kept without a copy restores nothing);
+- ``Optimizer.zero_grad`` / ``nn.Module.zero_grad``: how often (a gradient rescaled in place
+  by a clip is not a cleared one).
 
 Each wrapper is installed with ``install(probes, patch)``; ``patch(owner, name, value)``
 is the telemetry's (it undoes them with the rest).
@@ -48,6 +50,17 @@ def install(probes: Probes, patch: Callable[[Any, str, Any], None]) -> None:
     patch(scaler, "scale", _scaler(probes, scaler.scale, "scaler_scale"))
     patch(scaler, "unscale_", _scaler(probes, scaler.unscale_, "scaler_unscale"))
     patch(torch.nn.Module, "load_state_dict", _load(probes, torch.nn.Module.load_state_dict))
+    for owner in (torch.optim.Optimizer, torch.nn.Module):
+        patch(owner, "zero_grad", _zero_grad(probes, owner.zero_grad))
+
+
+def _zero_grad(probes: Probes, original: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(original)
+    def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
+        probes.zero_grads += 1
+        return original(self, *args, **kwargs)
+
+    return zero_grad
 
 
 def _dropout(probes: Probes, original: Callable[..., Any]) -> Callable[..., Any]:

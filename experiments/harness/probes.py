@@ -54,20 +54,30 @@ class _Sentinel:
         return None
 
 
-def _alive(ref: Any) -> bool:
-    return ref is not None and ref() is not None
+def _sentinels(tensor: Any) -> tuple[Any, ...]:
+    """Weak references that die with the graph of ``tensor``: on its root node and on the
+    root's first input (``(loss / k).backward()`` backwards a temporary whose root dies at
+    once, while the loss's own node is what a running total keeps)."""
+    root = getattr(tensor, "grad_fn", None)
+    if root is None:
+        return ()
+    nodes = [root]
+    for child, _ in root.next_functions[:1]:
+        if child is not None and type(child).__name__ != "AccumulateGrad":
+            nodes.append(child)
+    refs = []
+    for node in nodes:
+        sentinel = _Sentinel()
+        try:
+            node.register_prehook(sentinel)
+        except RuntimeError:
+            continue
+        refs.append(weakref.ref(sentinel))
+    return tuple(refs)
 
 
-def _sentinel(tensor: Any) -> Any:
-    node = getattr(tensor, "grad_fn", None)
-    if node is None:
-        return None
-    sentinel = _Sentinel()
-    try:
-        node.register_prehook(sentinel)
-    except RuntimeError:
-        return None
-    return weakref.ref(sentinel)
+def _any_alive(refs: tuple[Any, ...]) -> bool:
+    return any(ref() is not None for ref in refs)
 
 
 class Probes:
@@ -97,10 +107,12 @@ class Probes:
         self._modes = ModeModules()
         self._seen: dict[int, Any] = {}  # id(optimizer) -> weakref
         self._modules: dict[int, Any] = {}  # id -> weakref: training forwards' modules
-        self._stale: tuple[Any, Any, int] | None = None  # (param, grad, version)
+        # (param, grad, its version, zero_grad calls) after the last backward.
+        self._stale: tuple[Any, Any, int, int] | None = None
         self._stale_pre = False
-        self._last_graph: Any = None
-        self._retained: Any = None
+        self.zero_grads = 0  # zero_grad() calls (probe_calls.py)
+        self._last_graph: tuple[Any, ...] = ()
+        self._retained: tuple[Any, ...] = ()
         self._empty_step = -1
         self._last_lr: float | None = None
 
@@ -114,10 +126,10 @@ class Probes:
 
     # -- forwards (forwards.py) ------------------------------------------------------
     def enter_forward(self) -> int:
-        if self._retained is not None:
-            if self._retained() is not None:
+        if self._retained:
+            if _any_alive(self._retained):
                 self.event("retained_graph")
-            self._retained = None
+            self._retained = ()
         return self.dropouts
 
     def forward_info(self, module: Any, args: tuple, output: Any, mark: int) -> tuple:
@@ -198,12 +210,21 @@ class Probes:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
         if isinstance(loss, _Tensor) and not loss.requires_grad:
             self.event("backward_no_graph")
-        if _alive(self._last_graph):
+        if _any_alive(self._last_graph):
             self.event("graph_kept")
+        self._stale_pre = self._uncleared()
+
+    def _uncleared(self) -> bool:
+        """Whether the sampled parameter's gradient is still the one the last backward left:
+        the same tensor, and no ``zero_grad()`` since. Changed in place without one (a clip
+        rescales it; a hand-written loop calls ``grad.zero_()``): uncleared unless zero."""
         stale = self._stale
-        self._stale_pre = bool(
-            stale and stale[0].grad is stale[1] and stale[1]._version == stale[2]
-        )
+        if stale is None:
+            return False
+        param, grad, version, zeroed = stale
+        if param.grad is not grad or self.zero_grads != zeroed:
+            return False
+        return grad._version == version or bool(grad.detach().any())
 
     def after_backward(self, tensors: Any, retain: bool) -> None:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
@@ -213,21 +234,22 @@ class Probes:
             grad = stale[0].grad
             if self._stale_pre and grad is stale[1] and grad._version != stale[2]:
                 self.event("stale_grad")
-            self._stale = None if grad is None else (stale[0], grad, grad._version)
+            keep = grad is not None
+            self._stale = (stale[0], grad, grad._version, self.zero_grads) if keep else None
         else:
             self._stale = self._sample_grad()
-        self._last_graph = _sentinel(loss)
+        self._last_graph = _sentinels(loss)
         if retain:
             self._retained = self._last_graph
 
-    def _sample_grad(self) -> tuple[Any, Any, int] | None:
-        """The first parameter with a gradient of the first trained module: whether a
+    def _sample_grad(self) -> tuple[Any, Any, int, int] | None:
+        """The first parameter with a gradient of the latest trained module: whether a
         later backward adds into that gradient uncleared is the stale-gradient probe."""
-        for ref in list(self._modules.values())[:1]:
+        for ref in reversed(list(self._modules.values())):
             module = ref()
             for param in module.parameters() if module is not None else ():
                 if param.grad is not None:
-                    return (param, param.grad, param.grad._version)
+                    return (param, param.grad, param.grad._version, self.zero_grads)
         return None
 
     # -- optimizer steps (hooks.py) --------------------------------------------------
