@@ -300,15 +300,15 @@ def decide_runs(runs: Sequence[Mapping[str, Any]]) -> list[Verdict | None]:
     argv among them; None for the unmutated runs themselves."""
     references: dict[tuple, Mapping[str, Any]] = {}
     for run in runs:
-        if not run.get("operators"):
+        if not _listed(run.get("operators")):
             references.setdefault(_match_key(run), run)
     verdicts: list[Verdict | None] = []
     for run in runs:
-        names = list(run.get("operators") or [])
+        names = _listed(run.get("operators"))
         if not names or names == ["noop"]:  # the unmutated script, or its control
             verdicts.append(None)
             continue
-        parts = operator_parts(names, list(run.get("params") or []))
+        parts = operator_parts(names, _listed(run.get("params")))
         if parts is None:
             verdicts.append(Verdict(UNKNOWN, "undecided", "an operator this installation lacks"))
             continue
@@ -320,3 +320,7 @@ def _match_key(run: Mapping[str, Any]) -> tuple:
     argv = run.get("argv")
     argv = tuple(argv) if isinstance(argv, (list, tuple)) else str(argv)
     return (str(run.get("loop")), str(run.get("device") or "cpu"), int(run.get("seed") or 0), argv)
+
+
+def _listed(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
