@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from experiments.harness.digest import Sampled, digest, resolve
+from experiments.harness.digest import EVERY, HEAD, Sampled, digest, resolve
 from experiments.harness.modes import ModeModules, modes
 
 EVENTS = (
@@ -111,6 +111,7 @@ class Probes:
         self._stale: tuple[Any, Any, int, int] | None = None
         self._stale_pre = False
         self.zero_grads = 0  # zero_grad() calls (probe_calls.py)
+        self.backwards = 0
         self._last_graph: tuple[Any, ...] = ()
         self._retained: tuple[Any, ...] = ()
         self._empty_step = -1
@@ -140,15 +141,15 @@ class Probes:
         off, on = modes(found) if found else (False, False)
         first = args[0] if args else None
         batch = int(first.shape[0]) if isinstance(first, _Tensor) and first.dim() else None
-        # An evaluation (a forward without a graph) is digested whole, every time: its
-        # sequences' checksums cover them all (a test set evaluated once at the end). A
-        # forward with a graph, most likely training, only when its sequence samples one.
+        # An evaluation (a forward without a graph) is digested, inputs and outputs, every
+        # time: its sequences' checksums cover them all (a test set evaluated once at the
+        # end). A forward with a graph, most likely training, only its inputs, and only
+        # where the training sequence samples one (a digest costs ~10 us in a real step).
         if output.grad_fn is None:
             inputs, outputs = digest(first), digest(output)
         else:
-            sequences = self.sequences
-            inputs = digest(first) if sequences["train_inputs"].want() else None
-            outputs = digest(output) if sequences["eval_outputs"].want() else None
+            inputs = digest(first) if self.sequences["train_inputs"].want() else None
+            outputs = None
         return (module, off, on or self.dropouts != mark, len(found), batch, inputs, outputs)
 
     def train_forward(self, info: tuple) -> None:
@@ -200,7 +201,8 @@ class Probes:
                 ],
             }
             self.dirty = True
-        self.sequences["targets"].add(digest(target))
+        targets = self.sequences["targets"]
+        targets.add(digest(target) if targets.want() else None)
 
     def eval_loss(self, result: _Tensor) -> None:
         self.sequences["eval_outputs"].add(digest(result))
@@ -238,7 +240,10 @@ class Probes:
             self._stale = (stale[0], grad, grad._version, self.zero_grads) if keep else None
         else:
             self._stale = self._sample_grad()
-        self._last_graph = _sentinels(loss)
+        # The graph's lifetime is checked on sampled backwards (a sentinel costs ~4 us).
+        count = self.backwards
+        self.backwards = count + 1
+        self._last_graph = _sentinels(loss) if count < HEAD or count % EVERY == 0 else ()
         if retain:
             self._retained = self._last_graph
 
