@@ -57,10 +57,10 @@ FACTS: dict[str, tuple[str, str]] = {
     "eval_graph": ("events", "evaluation forwards that recorded an autograd graph"),
     "backward_no_graph": ("events", "backward() called on a loss without a graph"),
     "empty_steps": ("events", "optimizer steps that found no gradient (all None or zero)"),
-    "graph_kept": ("events", "backwards whose previous backward's graph was still alive"),
+    "graph_kept": ("events", "backwards finding a sampled earlier backward's graph alive"),
     "retained_graph": (
         "events",
-        "graphs backwarded with retain_graph=True still alive at the next forward",
+        "sampled graphs backwarded with retain_graph=True alive at the next forward",
     ),
     "clip_before_backward": (
         "events",
