@@ -20,6 +20,15 @@ CASES = {
     "dcgan": (dict(epochs=1, epochs_arg="--niter"), ("gan_fake_not_detached",)),
     "imagenet_trainer": (dict(epochs=1), ("amp_without_grad_scaler", "augment_validation")),
     "padded_char_lm": (dict(epochs=1, device_arg=None), ("padding_counted_in_loss",)),
+    "nanogpt_trainer": (
+        dict(
+            argv_text="--max_iters=20 --eval_interval=10 --eval_iters=2",
+            epochs_arg=None,
+            device_arg=None,
+            seed_arg="--seed=",
+        ),
+        ("clip_without_unscale",),
+    ),
 }
 EXPECTED = {
     "view_instead_of_permute": (CONFIRMED, "train_inputs differ"),
@@ -30,6 +39,8 @@ EXPECTED = {
     # The script enables its GradScaler on CUDA only.
     "amp_without_grad_scaler": (UNCONFIRMED, "the reference has no scaler_scale either"),
     "padding_counted_in_loss": (CONFIRMED, "loss_call"),
+    # Its GradScaler is enabled for float16 on CUDA only: nothing to unscale on the CPU.
+    "clip_without_unscale": (UNCONFIRMED, "the reference has no scaler_unscale either"),
 }
 
 
