@@ -6,8 +6,9 @@ the mutant's must differ from the reference run's on the same seed. ``decide`` c
 the two and says what the run is:
 
 - ``confirmed``: the witness fired (or the run crashed as its operator declares its bug
-  crashes). A crash after the witness fired of a kind the operator does not declare
-  stays the bug's crash, marked ``undeclared: <exception>`` for a reader to judge;
+  crashes); for a higher-order mutant, one of its operators' witnesses. A crash after the
+  witness fired of a kind the operator does not declare stays the bug's crash, marked
+  ``undeclared: <exception>`` for a reader to judge;
 - ``unconfirmed``: the run ended without its witness. ``reason`` says why, in one line:
   the mechanism had no effect on this model (a model without dropout trained in eval
   mode), it was never reached (the reference has no clipping to remove), it is not
@@ -93,9 +94,13 @@ def decide(
         _part(witness, dict(params), run, reference)
         for witness, (_, params) in zip(witnesses, operators)
     ]
+    # A higher-order mutant shows its bugs when one of them fires: combined bugs mask each
+    # other (what ``trainwreck quiz interactions`` measures), so "all" would drop exactly
+    # the masking pairs.
+    fired = [result for result in results if result[0] is True]
     missing = [result for result in results if result[0] is not True]
-    if not missing:
-        text = "; ".join(result[1] for result in results)
+    if fired:
+        text = "; ".join(result[1] for result in fired)
         if crash is not None:
             return Verdict(CONFIRMED, "fired", f"{text}; then crashed", f"undeclared: {crash}")
         return Verdict(CONFIRMED, "fired", text)

@@ -229,3 +229,12 @@ def test_the_shared_stillborn_module_reads_declared_crashes():
     mse = operator_classes()["mse_for_classification"]
     assert crash_declared([mse], shape) and not crash_declared([mse], name)
     assert not crash_declared([operator_classes()["drop_zero_grad"]], shape)
+
+
+def test_a_higher_order_mutant_shows_its_bugs_when_one_witness_fires():
+    parts = operator_parts(["drop_zero_grad", "drop_train_mode"], [{}, {}])
+    run = {"status": "ok", "device": "cpu", "seed": 0, "witness": _facts(stale_grad=[3, 1])}
+    verdict = decide(parts, run, {"status": "ok", "witness": _facts()})
+    assert verdict.state == CONFIRMED and "no zero_grad cleared" in verdict.text
+    none = decide(parts, {**run, "witness": _facts()}, {"status": "ok", "witness": _facts()})
+    assert none.state == UNCONFIRMED
