@@ -100,3 +100,16 @@ def is_stillborn(
 def declares_crash(operators: Iterable[object]) -> bool:
     """Whether any of a mutant's operators (instances or classes) says its bug is a crash."""
     return any(getattr(operator, "expected", None) == "crash" for operator in operators)
+
+
+def crash_declared(operators: Iterable[object], raised: Raised) -> bool:
+    """Whether ``raised`` is a crash one of the operators declares as its bug's own symptom
+    (its witness's ``crashes``, ``mutator.witness``): matched on ``"Type: message"``. The
+    witness rule (``experiments.witness``) counts any other crash before the witness fired
+    as stillborn, wherever it was raised."""
+    text = f"{raised.name}: {raised.message}"
+    return any(
+        witness.declares(text)
+        for witness in (getattr(operator, "witness", None) for operator in operators)
+        if hasattr(witness, "declares")
+    )

@@ -131,6 +131,7 @@ RESULT_FIELDS = (
     "reach_hits",  # how many times they ran
     "reach_eval_hits",  # how many of those while evaluating (harness/reach.py EvalHits)
     "seed_insensitive",  # on reference runs: identical curves on every seed (reference_gate)
+    "witness",  # the witness probes' facts (harness/probes.py), compared by experiments.witness
 )
 
 

@@ -1,12 +1,15 @@
-"""Runs that say nothing about the bug are set aside, not judged: ``unreached`` and
-``stillborn`` mutants.
+"""Runs that say nothing about the bug are set aside, not judged: ``unreached``,
+``stillborn`` and ``unconfirmed`` mutants.
 
 The harness gives a run the status ``unreached`` when its changed statements never ran
 (``experiments/harness/reach.py``): it executed exactly the unmutated code. It gives
 ``stillborn`` to a run that died of a Python-level error at a changed line before its first
 optimizer step, when the operator does not declare such a crash
 (``experiments/harness/raised.py``): the rewrite cannot run, so it is not the bug its
-operator names. ``judge_reached`` keeps those runs out of the statistics (no severity,
+operator names. The catalog gives ``unconfirmed`` to a run that ended without its
+operator's witness, and ``stillborn`` to one that crashed, before its witness fired, in a
+way its operator does not declare (``experiments.witness``, ``catalog/witnesses.py``).
+``judge_reached`` keeps those runs out of the statistics (no severity,
 no effect size, no seed in the sequential rule), labels each with its status, and lists
 each mutant none of whose runs was judged with ``measured`` set to that status.
 
@@ -26,7 +29,9 @@ import pandas as pd
 
 UNREACHED = "unreached"
 STILLBORN = "stillborn"
-SET_ASIDE = (STILLBORN, UNREACHED)  # a mutant with both is stillborn
+UNCONFIRMED = "unconfirmed"
+# Worst first: a mutant with runs of several is the first of them it has.
+SET_ASIDE = (STILLBORN, UNCONFIRMED, UNREACHED)
 _KEYS = ("loop", "device", "identity")
 _COPIED = ("operator", "variant", "site", "category", "role")
 
@@ -41,7 +46,7 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
     )
     keys = list(map(tuple, frame[list(_KEYS)].itertuples(index=False)))
     whole = pd.Series([key in stillborn for key in keys], index=frame.index)
-    aside = frame["status"].eq(UNREACHED) | whole
+    aside = frame["status"].isin((UNREACHED, UNCONFIRMED)) | whole
     if not aside.any():
         return judge(frame)
     judgement = judge(frame[~aside])
@@ -56,7 +61,7 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
             continue
         first = group.iloc[0]
         seeds = sorted(int(seed) for seed in group["seed"])
-        status = STILLBORN if tuple(key) in stillborn else UNREACHED
+        status = STILLBORN if tuple(key) in stillborn else _worst(group["status"])
         count = int(group["status"].eq(status).sum())
         rows.append(
             {
@@ -67,7 +72,7 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
                 "seeds": json.dumps(seeds),  # JSON text, as in the judged rows
                 "reference_seeds": "[]",
                 "measured": status,
-                "outcome": _raised(group) if status == STILLBORN else None,
+                "outcome": _why(group, status),
                 "symptoms": f"{status} {count}/{len(seeds)}",
                 "label_fractions": json.dumps({status: count / len(seeds)}),
             }
@@ -88,9 +93,19 @@ def judge_reached(frame: pd.DataFrame, judge: Callable[[pd.DataFrame], Any]) -> 
     )
 
 
-def _raised(group: pd.DataFrame) -> str:
-    """The exception of a stillborn mutant's first stillborn run, on one line."""
-    run = group[group["status"].eq(STILLBORN)].iloc[0]
+def _worst(statuses: pd.Series) -> str:
+    return next(status for status in SET_ASIDE if statuses.eq(status).any())
+
+
+def _why(group: pd.DataFrame, status: str) -> str | None:
+    """One line: the witness verdict of the mutant's first run of ``status`` (the catalog's
+    ``witness`` column), else a stillborn run's exception."""
+    run = group[group["status"].eq(status)].iloc[0]
+    said = run.get("witness")
+    if isinstance(said, str) and said:
+        return said
+    if status != STILLBORN:
+        return None
     text = ": ".join(str(part) for part in (run.get("exc_type"), run.get("exc_message")) if part)
     text = " ".join(text.split())
     return text if len(text) <= 160 else text[:157] + "..."

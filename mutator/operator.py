@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
+from mutator.witness import Witness, parse
+
 if TYPE_CHECKING:
     from mutator.context import Context
 
@@ -150,6 +152,11 @@ class Operator(ABC):
     contexts: ClassVar[frozenset[str]] = frozenset({"train", "eval", "setup", "unknown"})
     # What the static gate checks on top of every site's names and call keywords (``CLAIMS``).
     claims: ClassVar[frozenset[str]] = frozenset()
+    # The runtime fact that makes a run this bug (``mutator.witness``): declared as
+    # ``("<comparison> <fact>", "what the run shows")``, read as a ``Witness``; and the
+    # crashes that are the bug's own symptom (regular expressions on "Type: message").
+    witness: ClassVar[Witness | tuple[str, str] | None] = None
+    crashes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **params: Any) -> None:
         unknown = set(params) - set(self.parameters)
@@ -201,6 +208,11 @@ class Operator(ABC):
             problems.append("summary is empty")
         if not cls.claims <= CLAIMS:
             problems.append(f"claims {sorted(cls.claims - CLAIMS)} not in {sorted(CLAIMS)}")
+        if cls.witness is not None:
+            try:
+                cls.witness = parse(cls.witness, cls.crashes, cls.parameters)
+            except ValueError as error:
+                problems.append(str(error))
         for key, spec in cls.parameters.items():
             numeric = isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool)
             if numeric and spec.choices is None and spec.valid is None:

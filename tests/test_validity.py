@@ -3,9 +3,12 @@ benchmark (issue 22).
 
 The rules first, on small inputs; then real runs of ``tests/scripts/validity_tiny.py`` with
 hand-written mutants (each replaces one line, so which line changed is known exactly):
-a ``NameError`` at a changed line (stillborn), the same crash from an operator that declares
-one, an error at an unchanged line, an error after the first optimizer step, a mutant
-identical to the reference on every seed and one identical on some seeds only.
+a ``NameError`` at a changed line (stillborn), the same crash from an operator that expects
+a crash of another kind, an error at an unchanged line, an error after the first optimizer
+step (all stillborn by their witness since issue 28: they crash before it fires), a crash
+after the witness fired (the bug's crash, marked undeclared), a mutant identical to the
+reference on every seed whose witness fired (equivalent), one whose witness never fired
+(unconfirmed) and one that differs on some seeds only.
 """
 
 from __future__ import annotations
@@ -174,11 +177,13 @@ MUTANTS = {
     "declared": ("nn.CrossEntropyLoss()", "nn.CrossEntropyLoss(reduction=mode)", "swap_loss_arguments"),
     "unchanged_line": ("loss_fn = nn.CrossEntropyLoss()", "criterion = nn.CrossEntropyLoss()", "reduction_sum"),
     "after_step": ("val_loss=val_loss,", "val_loss=val_los,", "validate_on_training_data"),
-    "equivalent": ("(inputs[:, 0] > 0)", "(0 < inputs[:, 0])", "shift_labels"),
+    "equivalent": ("loss.backward()", "loss.backward(retain_graph=True)", "retain_graph_left_in"),
+    "unconfirmed": ("(inputs[:, 0] > 0)", "(0 < inputs[:, 0])", "shift_labels"),
+    "late_crash": ("labels[start : start + 32])", "labels[start : start + 32 + epoch])", "shift_labels"),
     "some_seeds": ("    lr = 0.1\n", "    lr = 0.1 if args.seed != 1 else 0.2\n", "scale_lr"),
 }  # fmt: skip
 # The mutants that die before training run on one seed; the others on every seed.
-SEEDS_OF = {"stillborn": SEEDS, "equivalent": SEEDS, "some_seeds": SEEDS}
+SEEDS_OF = {"stillborn": SEEDS, "equivalent": SEEDS, "unconfirmed": SEEDS, "some_seeds": SEEDS}
 
 
 def _identity(name: str) -> str:
@@ -238,19 +243,35 @@ def test_catalog_rows_and_runs_table(results):
     symptoms = pd.read_csv(folder / "catalog" / "symptoms.csv").set_index("identity")
     measured = symptoms["measured"].to_dict()
     assert measured[_identity("stillborn")] == "stillborn"
-    assert measured[_identity("equivalent")] == "equivalent"
-    assert measured[_identity("some_seeds")] not in ("equivalent", "stillborn")
-    assert measured[_identity("declared")] == measured[_identity("after_step")] == "crash"
+    assert measured[_identity("equivalent")] == "equivalent"  # its witness fired
+    assert measured[_identity("unconfirmed")] == "unconfirmed"  # identical targets
+    assert measured[_identity("some_seeds")] not in ("equivalent", "stillborn", "unconfirmed")
+    # Crashes before the witness fired that the operator does not declare (issue 28):
+    # swap_loss_arguments declares dtype and shape errors, not a NameError; an error at an
+    # unchanged line or after the first step is no exception.
+    for name in ("declared", "unchanged_line", "after_step"):
+        assert measured[_identity(name)] == "stillborn", name
+    late = symptoms.loc[_identity("late_crash")]
+    assert late["measured"] == "crash" and late["why"].startswith("undeclared: ValueError")
+    assert "targets differ" in late["witness"]
     row = symptoms.loc[_identity("stillborn")]
     assert "NameError" in row["outcome"] and row["why"].startswith("stillborn")
     assert pd.isna(row["agrees"])  # left out of the agreement with the declared severity
     assert pd.isna(symptoms.loc[_identity("equivalent"), "agrees"])
+    why = symptoms.loc[_identity("unconfirmed"), "why"]
+    assert why.startswith("unconfirmed (no effect on this model): not seen: the targets")
     runs = pd.read_csv(folder / "catalog" / "runs.csv")
     of = runs.set_index(["identity", "seed"])
     assert of.loc[(_identity("stillborn"), 0), "labels"] == "stillborn"
     assert (runs.loc[runs["identity"] == _identity("equivalent"), "labels"] == "equivalent").all()
+    assert of.loc[(_identity("unconfirmed"), 1), "status"] == "unconfirmed"
+    assert of.loc[(_identity("unconfirmed"), 1), "ended"] == "ok"
+    assert of.loc[(_identity("after_step"), 0), "ended"] == "crash"
     same = of.loc[_identity("some_seeds"), "same_as_reference"].to_dict()
     assert same == {0: True, 1: False, 2: True}
+    # Judged on the seed whose learning rate differs; the other two are unconfirmed.
+    statuses = of.loc[_identity("some_seeds"), "status"].to_dict()
+    assert statuses == {0: "unconfirmed", 1: "ok", 2: "unconfirmed"}
 
 
 def test_stillborn_and_equivalent_are_out_of_the_statistics(results):
@@ -258,13 +279,18 @@ def test_stillborn_and_equivalent_are_out_of_the_statistics(results):
     symptoms = pd.read_csv(folder / "catalog" / "symptoms.csv").set_index("identity")
     aside = symptoms.loc[_identity("stillborn")]
     assert aside["n_reference"] == 0 and pd.isna(aside["comparison"])  # no effect sizes
-    # Judged with a declared severity: declared, unchanged_line, after_step, some_seeds.
-    assert summary.agreement[1] == 4
-    assert summary.validity == "6 mutants: 1 stillborn, 1 equivalent, 0 unreached, 4 judged as bugs"
+    # Judged with a declared severity: late_crash, some_seeds.
+    assert summary.agreement[1] == 2
+    assert summary.validity == (
+        "8 mutants: 4 stillborn, 1 unconfirmed, 1 equivalent, 0 unreached, 2 judged as bugs"
+    )
     text = (folder / "catalog" / "symptoms.md").read_text()
     section = text[text.index("## Mutant validity") :]
-    assert "| reduction_sum | 2 | 1 | 0 | 0 | 1 | 50% | 0% |" in section
-    assert "| shift_labels | 1 | 0 | 1 | 0 | 0 | 0% | 100% |" in section
+    assert "| reduction_sum | 2 | 2 | 0 | 0 | 0 | 0 | 100% | 0% | 0% |  |" in section
+    assert (
+        "| shift_labels | 2 | 0 | 1 | 0 | 0 | 1 | 0% | 50% | 0% | no effect on this model 1 |"
+        in section
+    )
     assert 'id="validity"' in (folder / "catalog" / "report.html").read_text()
     study = (folder / "catalog" / "study.md").read_text()
     if "## Where the textbook claim does not hold" in study:
@@ -281,18 +307,25 @@ def test_benchmark_leaves_their_runs_and_stillborn_code_out_of_the_ground_truth(
     validity = mutant_validity(folder)
     assert validity.of("validity_tiny", _identity("equivalent")) == "equivalent on cpu"
     assert validity.of("validity_tiny", _identity("stillborn")) == "stillborn"
+    assert validity.of("validity_tiny", _identity("unconfirmed")) == "unconfirmed on cpu"
+    assert validity.of("validity_tiny", _identity("declared")) == "stillborn"
     kept = [c for c in cases if validity.keeps(c)]
     identities = {c.truth.identity for c in kept}
     assert _identity("equivalent") not in identities and _identity("some_seeds") in identities
-    assert "| shift_labels | 1 | 0 | 1 |" in validity.section()
+    assert _identity("unconfirmed") not in identities
+    # Of a mutant confirmed on one seed, only that seed's run is ground truth.
+    seeds = sorted(c.result["seed"] for c in kept if c.truth.identity == _identity("some_seeds"))
+    assert seeds == [1]
+    assert "| retain_graph_left_in | 1 | 0 | 0 | 1 |" in validity.section()
 
-    # Source cases: a stillborn rewrite is no ground truth; an equivalent one's code stays
-    # (measured on the CPU only).
+    # Source cases: a stillborn rewrite is no ground truth; an equivalent or unconfirmed
+    # one's code stays (measured on the CPU only).
     def source(name: str) -> Case:
         return Case(name, "validity_tiny", Truth(_identity(name), (MUTANTS[name][2],)))
 
-    assert not validity.keeps(source("stillborn"))
+    assert not validity.keeps(source("stillborn")) and not validity.keeps(source("after_step"))
     assert validity.keeps(source("equivalent")) and validity.keeps(source("some_seeds"))
+    assert validity.keeps(source("unconfirmed"))
 
 
 def test_without_a_catalog_the_benchmark_says_equivalence_was_not_measured(results, tmp_path):
@@ -306,7 +339,11 @@ def test_without_a_catalog_the_benchmark_says_equivalence_was_not_measured(resul
     validity = mutant_validity(bare)
     assert validity.of("validity_tiny", _identity("stillborn")) == "stillborn"
     assert validity.of("validity_tiny", _identity("equivalent")) == ""
+    # The witness verdicts come from the stored runs, against the stored unmutated ones.
+    assert validity.of("validity_tiny", _identity("unconfirmed")) == "unconfirmed on cpu"
+    assert validity.of("validity_tiny", _identity("after_step")) == "stillborn"
     assert "equivalence not measured" in validity.section()
+    assert "4 stillborn, 1 unconfirmed, 0 unreached" in validity.section()
 
 
 def test_bench_export_marks_what_was_measured_and_drops_stillborn_code(tmp_path: Path):

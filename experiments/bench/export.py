@@ -37,14 +37,17 @@ for evaluating bug detectors without installing trainwreck.
   setup, export, plot or unknown), `lines` (lines of the original that changed) and
   `mutant_lines` (the same places in the mutant), and `validity`: what the results'
   catalog measured when the mutant was not the bug it claims there (`equivalent on cpu`:
-  every run identical to the unmutated loop's on that device; `unreached on cpu`: its
-  changed lines never ran), else empty. Such a mutant stays ground truth as code: a
-  dropped `.to(device)` does nothing on the CPU and crashes on a GPU. A `stillborn`
-  mutant (its rewrite died of a Python-level error at a changed line, which its operator
-  does not declare) is broken code, not its bug: its file stays under `mutants/`, marked
-  in the index's `validity` column, but it has no line in `ground_truth.jsonl`.{validity}
-- Runs of stillborn, equivalent or unreached mutants are not in the bundle: their traces
-  show no bug (an equivalent mutant's trace is the clean one of its seed).
+  every run identical to the unmutated loop's on that device; `unconfirmed on cpu`: no
+  run showed the runtime fact its operator names, e.g. a dropped `.to(device)` on the CPU
+  or eval-mode training of a model without dropout; `unreached on cpu`: its changed lines
+  never ran), else empty. Such a mutant stays ground truth as code: a dropped
+  `.to(device)` does nothing on the CPU and crashes on a GPU. A `stillborn` mutant (it
+  crashed before showing its bug in a way its operator does not declare, e.g. a
+  Python-level error at a changed line) is broken code, not its bug: its file stays under
+  `mutants/`, marked in the index's `validity` column, but it has no line in
+  `ground_truth.jsonl`.{validity}
+- Runs of stillborn, unconfirmed, equivalent or unreached mutants are not in the bundle:
+  their traces show no bug (an equivalent mutant's trace is the clean one of its seed).
 - `traces/<key>/`: stored runs (`result.json`: status, operators, categories, seed...;
   `trace.jsonl`: losses per backward(), optimizer steps with gradient norm and update
   ratio, forward-mode counters, reported validation metrics), when the bundle has runs.
@@ -98,8 +101,8 @@ def _validity_note(results_dir: Path | None, validity: MutantValidity) -> str:
         )
     if validity.symptoms is None:
         return (
-            "\n  Equivalence was not measured (the results folder has no catalog); stillborn"
-            " and unreached mutants come from the stored runs' statuses."
+            "\n  Equivalence was not measured (the results folder has no catalog); stillborn,"
+            " unconfirmed and unreached mutants come from the stored runs."
         )
     return ""
 

@@ -16,6 +16,7 @@ from experiments.report.operators import OperatorInfo
 from experiments.signature import FEATURES
 from experiments.symptoms import NOOP, REFERENCE
 from experiments.trace import RESULT_FIELDS
+from experiments.witness import NOT_RECORDED
 
 STDOUT_FILE = "stdout.txt"  # the run's stdout (experiments.harness.child writes it)
 _LIST_FIELDS = (
@@ -35,6 +36,8 @@ def runs_frame(runs: list[LoadedRun]) -> pd.DataFrame:
         result = run.result
         row: dict[str, Any] = {name: result.get(name) for name in RESULT_FIELDS}
         row["run_id"] = result.get("run_id") or str(run.folder)
+        if "witness" not in result:  # a run of a harness before the probes (version 9)
+            row["witness"] = NOT_RECORDED
         row["identity"] = result.get("identity") or REFERENCE
         row["device"] = result.get("device") or "cpu"
         row["seed"] = int(result["seed"]) if result.get("seed") is not None else -1

@@ -1,6 +1,7 @@
 """The lines the printed summary says per loop about its verdicts: which source measured
-the loop's outcome, a control that is not silent, and the rows left ``unjudged`` with the
-way to measure them (docs/truth.md, "No verdict without a measure")."""
+the loop's outcome, a control that is not silent, the rows left ``unjudged`` with the
+way to measure them (docs/truth.md, "No verdict without a measure"), and the mutants
+``unconfirmed`` by their witness, per reason ("Is the mutant the bug it claims?")."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 
 from experiments.symptoms import HOW_TO_MEASURE, MIN_SPREAD_SEEDS, UNJUDGED, control_warnings
 from experiments.symptoms.unjudged import NO_MEASURE, REPORTED_BETTER, THROUGH_MUTANT, TOO_FEW
+from experiments.unreached import UNCONFIRMED
 
 
 def verdict_notes(symptoms: pd.DataFrame) -> list[str]:
@@ -29,7 +31,20 @@ def verdict_notes(symptoms: pd.DataFrame) -> list[str]:
         reasons = Counter(_reason_kind(str(reason)) for reason in mutants["unjudged_reason"])
         for kind, count in sorted(reasons.items()):
             lines.append(f"{loop} ({device}): {count} mutants unjudged, {_advice(kind)}")
+        unconfirmed = group[(group["role"] == "mutant") & (group["measured"] == UNCONFIRMED)]
+        why = Counter(_unconfirmed_kind(str(text)) for text in unconfirmed["outcome"])
+        for kind, count in sorted(why.items()):
+            lines.append(
+                f"{loop} ({device}): {count} mutants unconfirmed ({kind}): their runs never "
+                "showed their operator's witness (the why column of symptoms.md)"
+            )
     return lines
+
+
+def _unconfirmed_kind(outcome: str) -> str:
+    """``not observable on this device`` from ``unconfirmed (not observable ...): ...``."""
+    head = outcome.split("): ", 1)[0]
+    return head.removeprefix("unconfirmed (") if head.startswith("unconfirmed (") else "no witness"
 
 
 def _reason_kind(reason: str) -> str:

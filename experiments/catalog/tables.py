@@ -11,6 +11,7 @@ import pandas as pd
 
 from experiments.catalog.frame import category, encode_nested, runs_frame
 from experiments.catalog.runs import LoadedRun
+from experiments.catalog.witnesses import mark_witnesses, with_witness_column
 from experiments.equivalence import EQUIVALENT, mark_equivalent, same_as_reference
 from experiments.report.operators import OperatorInfo, operator_info
 from experiments.report.tables import CatalogTables
@@ -25,7 +26,7 @@ from experiments.symptoms import (
 )
 from experiments.symptoms.equivalents import declared_equivalent, why_equivalent
 from experiments.symptoms.sequential import Decision, decisions
-from experiments.unreached import STILLBORN, UNREACHED, judge_reached
+from experiments.unreached import STILLBORN, UNCONFIRMED, UNREACHED, judge_reached
 from experiments.validity import is_valid
 
 CURVE_METRICS = ("loss", "grad_norm", "update_ratio", "train_loss", "val_loss", "val_metric")
@@ -42,6 +43,7 @@ def build_tables(runs: list[LoadedRun]) -> CatalogTables:
     )
     symptoms = _with_stopping(symptoms, frame, judgement)
     symptoms = annotate_symptoms(symptoms, operators, _optimizers(frame))
+    symptoms = with_witness_column(symptoms, frame)
     encode_nested(frame)
     curves = _curves_frame(runs)
     return CatalogTables(frame, curves, symptoms, control, operators)
@@ -72,6 +74,9 @@ def _judged(runs: list[LoadedRun]):
         for row_operator, row_categories in zip(frame["operator"], frame["categories"])
     ]
     frame["same_as_reference"] = same_as_reference(frame)
+    # Runs that did not show their operator's witness are ``unconfirmed`` (or ``stillborn``
+    # when they crashed first): experiments.witness.
+    mark_witnesses(frame)
     # Runs whose mutated lines never executed, or whose rewrite cannot run, are not judged
     # (experiments.unreached); mutants identical to the reference are ``equivalent``.
     judgement = judge_reached(frame, judge) if len(frame) else None
@@ -162,12 +167,17 @@ def not_the_bug(row: Mapping[str, object]) -> str:
             "seed, bit for bit (losses, metrics, counters, held-out result, printed output)"
         )
     if measured == STILLBORN:
+        outcome = str(row.get("outcome") or "")
+        if outcome.startswith("stillborn:"):  # the witness rule said why (catalog/witnesses.py)
+            return outcome
         return (
-            f"stillborn: {row.get('outcome')} at a changed line before the first optimizer "
+            f"stillborn: {outcome} at a changed line before the first optimizer "
             "step; the rewrite cannot run, so it is not the bug its operator names"
         )
     if measured == UNREACHED:
         return "unreached: the changed lines never ran"
+    if measured == UNCONFIRMED:
+        return str(row.get("outcome") or "unconfirmed: the run never showed its witness")
     return ""
 
 

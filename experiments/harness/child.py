@@ -237,6 +237,8 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
         telemetry_api.set_sink(None)
         project.stop_watching()
         counters: dict[str, Any] = {**telemetry.finish(), "telemetry": observed}
+        # Before the held-out evaluation, whose forwards are the harness's (probes.py).
+        witness = telemetry.witness_facts() if observed else None
         # Read before the held-out evaluation: its cost is the harness's, not the script's.
         cpu_s = round(time.process_time() - cpu_started, 4)
         # Before the held-out evaluation (whose output is not the script's): reads the
@@ -266,6 +268,7 @@ def _run(config: dict[str, Any], source: str, outcome: dict[str, Any] | None = N
             reach=project.reach_counts(),
             reach_eval=project.reach_eval_counts(),
             raised=raised.get("record"),
+            witness=witness,
             trace_dropped=tracecap.dropped(),
             nonce=nonce,
             **counters,

@@ -71,6 +71,7 @@ def conclude(
             exit_code=exit_code,
             nonfinite=nonfinite,
             written_by="parent",
+            witness=counters.get("witness"),
             **{name: counters.get(name, 0) for name in COUNTERS},
         )
     if exc_type == "SystemExit":  # argparse's "error: ..." says more than its exit code
@@ -82,6 +83,7 @@ def conclude(
     elif raised.stillborn(active.spec.mutant, child_end, status):
         status = "stillborn"
     row = result_row(active.spec, active.key, status, exc_type, message, counters)
+    row["witness"] = counters.get("witness")
     row.update(reached)
     row.update(reach.eval_summary(counters.get("reach"), counters.get("reach_eval")))
     row.update(
@@ -153,6 +155,8 @@ def scan_trace(trace_path: Path) -> tuple[dict[str, Any], list[Any] | None]:
         elif kind == "forwards":
             for name in COUNTERS[3:]:
                 counters[name] = int(record.get(name, 0))
+        elif kind == "witness":  # the probes' facts as last written (harness/probes.py)
+            counters["witness"] = {k: v for k, v in record.items() if k not in ("kind", "t")}
     return counters, nonfinite
 
 

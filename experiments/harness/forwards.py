@@ -42,12 +42,13 @@ class _Forward:
     """A top-level forward waiting to learn whether its output receives a gradient; it is
     its own autograd prehook when it needs one (no closure to build)."""
 
-    __slots__ = ("forwards", "got_grad", "hooked", "key", "training", "walks")
+    __slots__ = ("forwards", "got_grad", "hooked", "info", "key", "training", "walks")
 
-    def __init__(self, forwards: Forwards, key: int, training: bool) -> None:
+    def __init__(self, forwards: Forwards, key: int, training: bool, info: Any = None) -> None:
         self.forwards = forwards
         self.key = key  # the output node's sequence number
         self.training = training
+        self.info = info  # what the witness probes saw of it (probes.py), or None
         self.got_grad = False
         self.hooked = False
         self.walks = 0
@@ -55,7 +56,7 @@ class _Forward:
     def __call__(self, grad_outputs: Any) -> None:
         if not self.got_grad:
             self.got_grad = True
-            self.forwards.count_train(self.training)
+            self.forwards.count_train(self)
 
     def hook(self, node: Any) -> None:
         if not self.hooked:
@@ -93,6 +94,7 @@ class Forwards:
         self.eval_forwards = 0
         self.eval_forwards_grad = 0
         self.in_backward = 0  # set by the backward wrapper (hooks.py)
+        self.probes: Any = None  # the witness probes (probes.py), set by the telemetry
         self._depth = 0
         self._pending: list[_Forward] = []
         # Settled as evals with no gradient yet; the next backward may still reach them
@@ -100,10 +102,12 @@ class Forwards:
         # as a prehook left on their node would have counted them.
         self._late: list[_Forward] = []
 
-    def count_train(self, training: bool) -> None:
+    def count_train(self, forward: _Forward) -> None:
         self.train_forwards += 1
-        if not training:
+        if not forward.training:
             self.train_forwards_eval_mode += 1
+        if forward.info is not None:
+            self.probes.train_forward(forward.info)
 
     def wrap_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """A replacement for ``nn.Module.__call__`` that sees top-level forwards."""
@@ -113,26 +117,34 @@ class Forwards:
         def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
             if forwards._depth:  # nested in a forward: pass straight through
                 return original(module, *args, **kwargs)
+            probes = forwards.probes
+            mark = probes.enter_forward() if probes is not None else 0
             forwards._depth = 1
             try:
                 output = original(module, *args, **kwargs)
             finally:
                 forwards._depth = 0
             if not isinstance(module, _Loss):
-                forwards._top_level(module, output)
+                forwards._top_level(module, output, args, mark)
             return output
 
         return call
 
-    def _top_level(self, module: torch.nn.Module, output: Any) -> None:
+    def _top_level(
+        self, module: torch.nn.Module, output: Any, args: tuple = (), mark: int = 0
+    ) -> None:
         tensor = output if output.__class__ is _Tensor else _first_tensor(output)
         if tensor is None:
             return
+        probes = self.probes
+        info = None if probes is None else probes.forward_info(module, args, tensor, mark)
         node = tensor.grad_fn
         if node is None:
             self.eval_forwards += 1
+            if info is not None:
+                probes.eval_forward(info, graph=False)
             return
-        pending = _Forward(self, node._sequence_nr(), module.training)
+        pending = _Forward(self, node._sequence_nr(), module.training, info)
         self._pending.append(pending)
         if self.in_backward:  # recomputed inside a backward: no claim will see it
             pending.hook(node)
@@ -169,7 +181,7 @@ class Forwards:
             else:
                 return False
         only.got_grad = True
-        self.count_train(only.training)
+        self.count_train(only)
         self._pending = []
         return True
 
@@ -187,7 +199,7 @@ class Forwards:
             for found in targets.pop(node._sequence_nr(), ()):
                 if exact:
                     found.got_grad = True
-                    self.count_train(found.training)
+                    self.count_train(found)
                 else:
                     found.hook(node)
             for child, _ in node.next_functions:
@@ -201,6 +213,10 @@ class Forwards:
         late = [pending for pending in self._pending if not pending.got_grad]
         self.eval_forwards += len(late)
         self.eval_forwards_grad += len(late)
+        if self.probes is not None:
+            for pending in late:
+                if pending.info is not None:
+                    self.probes.eval_forward(pending.info, graph=True)
         self._late = late
         self._pending = []
 

@@ -36,7 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch.optim import optimizer as optimizer_hooks
 
+from experiments.harness import probe_calls
 from experiments.harness.forwards import Forwards
+from experiments.harness.probes import Probes
 from experiments.harness.writer import Layout, TraceWriter
 
 FUNCTIONAL_LOSSES = (
@@ -72,16 +74,22 @@ LOSS_FN = Layout("loss_fn", "i", "loss")
 STEP = Layout("step", "i", "grad_norm", "update_ratio", "rss_mb", "cuda_mb", "step_time")
 _Tensor = torch.Tensor
 _cuda_initialized = torch.cuda.is_initialized
+_grad_enabled = torch.is_grad_enabled
 
 
 class Telemetry:
-    def __init__(self, writer: TraceWriter, sample_every: int = SAMPLE_EVERY) -> None:
+    def __init__(
+        self, writer: TraceWriter, sample_every: int = SAMPLE_EVERY, witness: bool = True
+    ) -> None:
         self.writer = writer
         self.sample_every = max(1, int(sample_every))
         self.backward_calls = 0
         self.loss_fn_calls = 0
         self.steps = 0
         self.forwards = Forwards()
+        # The witness facts (probes.py); None only to time the telemetry without them.
+        self.probes: Probes | None = Probes() if witness else None
+        self.forwards.probes = self.probes
         self.peak_cuda_mb: float | None = None
         self._backward_depth = 0
         self._loss_depth = 0
@@ -104,6 +112,8 @@ class Telemetry:
                 self._patch(F, name, self._wrap_loss(getattr(F, name)))
         self._patch(torch.autograd, "grad", self._wrap_grad(torch.autograd.grad))
         self._patch(torch.nn.Module, "__call__", self.forwards.wrap_call(torch.nn.Module.__call__))
+        if self.probes is not None:
+            probe_calls.install(self.probes, self._patch)
         handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_optimizer_step),
             optimizer_hooks.register_optimizer_step_post_hook(self._after_optimizer_step),
@@ -130,7 +140,7 @@ class Telemetry:
 
     # -- losses ---------------------------------------------------------------------
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        telemetry, forwards = self, self.forwards
+        telemetry, forwards, probes = self, self.forwards, self.probes
 
         @wraps(original)
         def backward(*args: Any, **kwargs: Any) -> Any:
@@ -140,6 +150,8 @@ class Telemetry:
                 forwards.claim(tensors, exact_walk=inputs is None)
             if telemetry._backward_depth:  # nested in a backward: counted by the outer one
                 return original(*args, **kwargs)
+            if probes is not None:
+                probes.before_backward(tensors)
             telemetry._backward_depth = 1
             forwards.in_backward += 1
             try:
@@ -147,6 +159,11 @@ class Telemetry:
             finally:
                 telemetry._backward_depth = 0
                 forwards.in_backward -= 1
+            retain = args[2] if len(args) > 2 else kwargs.get("retain_graph")
+            if retain is None:  # create_graph=True retains the graph too
+                retain = args[3] if len(args) > 3 else kwargs.get("create_graph", False)
+            if probes is not None:
+                probes.after_backward(tensors, bool(retain))
             telemetry._record_backward(tensors)
             return result
 
@@ -175,21 +192,29 @@ class Telemetry:
         calls = self.backward_calls
         self.backward_calls = calls + 1
         self.writer.add(BACKWARD, calls, value, self.steps)
+        if self.probes is not None:
+            self.probes.sequences["losses"].add(value)
 
     def _wrap_loss(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        telemetry = self
+        telemetry, probes, name = self, self.probes, original.__name__
 
         @wraps(original)
         def loss_fn(*args: Any, **kwargs: Any) -> Any:
             if telemetry._loss_depth:  # e.g. cross_entropy calling nll_loss: counted once
                 return original(*args, **kwargs)
+            grad_on = _grad_enabled()
+            if grad_on and probes is not None:  # before the call: one that raises was called
+                probes.loss_call(name, args, kwargs)
             telemetry._loss_depth = 1
             try:
                 result = original(*args, **kwargs)
             finally:
                 telemetry._loss_depth = 0
-            if isinstance(result, _Tensor) and result.requires_grad and result.numel() == 1:
-                telemetry._record_loss_fn(result)
+            if isinstance(result, _Tensor) and result.numel() == 1:
+                if result.requires_grad:
+                    telemetry._record_loss_fn(result)
+                elif not grad_on and probes is not None:
+                    probes.eval_loss(result)
             return result
 
         return loss_fn
@@ -208,6 +233,8 @@ class Telemetry:
         return [p for group in optimizer.param_groups for p in group["params"]]
 
     def _before_optimizer_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any):
+        if self.probes is not None:
+            self.probes.before_step(optimizer)
         if self.steps % self.sample_every:  # samples steps 1, k+1, 2k+1, ...
             return
         with torch.no_grad():
@@ -243,6 +270,13 @@ class Telemetry:
         else:
             self._sampled_step(optimizer, steps, step_time)
         self.forwards.settle()
+        probes = self.probes
+        if probes is None:
+            return
+        probes.after_step(optimizer, steps)
+        if probes.dirty and (probes.fresh or (steps - 1) % self.sample_every == 0):
+            # What fired so far, for a run killed before its end record.
+            self.writer.append("witness", **self.witness_facts())
 
     def _cuda_mb(self) -> float:
         cuda_mb = torch.cuda.max_memory_allocated() / 2**20
@@ -264,6 +298,9 @@ class Telemetry:
                 except RuntimeError:
                     ratio = None
         grad_norm = None if self._grad_norm is None else self._value(self._grad_norm)
+        # zero_grad(set_to_none=False) left only zeros to step on
+        if grad_norm.__class__ is float and grad_norm == 0.0 and self.probes is not None:
+            self.probes.zero_grad_norm(steps)
         cuda_mb = self._cuda_mb() if _cuda_initialized() else None
         # Memory moves slowly: read with the norms only.
         self.writer.add(STEP, steps, grad_norm, ratio, self.rss_mb(), cuda_mb, step_time)
@@ -278,6 +315,17 @@ class Telemetry:
             "train_forwards_eval_mode": self.forwards.train_forwards_eval_mode,
             "eval_forwards": self.forwards.eval_forwards,
             "eval_forwards_grad": self.forwards.eval_forwards_grad,
+        }
+
+    def witness_facts(self) -> dict[str, Any] | None:
+        """The witness probes' facts with the counters they compare (probes.py)."""
+        if self.probes is None:
+            return None
+        self.probes.dirty = self.probes.fresh = False
+        return {
+            **self.probes.facts(),
+            "steps": self.steps,
+            "backward_calls": self.backward_calls,
         }
 
     def _append_forward_counters(self) -> None:

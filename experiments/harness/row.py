@@ -44,6 +44,7 @@ def result_row(
         "reach_hits": None,  # how many times they ran
         "reach_eval_hits": None,  # how many while evaluating (autograd off, no forward)
         "seed_insensitive": None,  # set on reference runs by experiments.reference_gate
+        "witness": None,  # the witness probes' facts (harness/probes.py; None: not observed)
         "diff": mutant.get("diff", ""),
         "sha256": spec.sha256,
         "argv": list(spec.argv),

@@ -12,13 +12,14 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
+# 9: witness probes (end record and result ``witness``: the facts experiments.witness compares);
 # 8: reach probes count hits while evaluating (end record ``reach_eval``, ``reach_eval_hits``);
 # 7: the end record's ``raised`` (exception, frames in the mutated file), ``stillborn``;
 # 6: numbers the script logs or prints are captured (metric, capture, report records);
 # 5: sealed rows with their budget, output and trace caps, descendants end with a run;
 # 4: runs start in a private mirror of the invocation folder, reach probes, module mutants;
 # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
-HARNESS_VERSION = "8"
+HARNESS_VERSION = "9"
 
 
 @cache

@@ -244,6 +244,7 @@ def _card(
     outcome = _text(row.get("outcome")) or "as reference"
     source = _text(row.get("outcome_source"))
     why = _text(row.get("why"))
+    witness = _text(row.get("witness"))  # what showed the mutant is its bug (issue 28)
     unstable = _text(row.get("unstable"))
     return (
         f'<article class="mutant" id="{_card_id(index)}">'
@@ -258,6 +259,7 @@ def _card(
         + (f" &#183; unstable: {escape(unstable)}" if unstable else "")
         + f" &#183; runs: {escape(statuses or 'none')}</p>"
         + (_why(row, why) if why else "")
+        + (f"<p><strong>Witness:</strong> {escape(witness)}</p>" if witness else "")
         + error_line
         + f"<div class='body'><div>{figure}</div>{_numbers(row)}</div>{_advice(info)}"
         + (

@@ -58,8 +58,9 @@ def render_symptoms_md(tables: CatalogTables) -> str:
         "says which and how to measure it. Unjudged rows are left out of the declared/measured",
         "agreement.",
         "`@partial` marks a label read from the trace of a run that did not finish.",
-        "Measured `stillborn`, `equivalent` or `unreached`: the mutant is not the bug it claims",
-        "and is left out of every statistic (Mutant validity, at the end).",
+        "Measured `stillborn`, `unconfirmed`, `equivalent` or `unreached`: the mutant is not",
+        "the bug it claims (an `unconfirmed` one never showed its operator's witness: the last",
+        "column says why) and is left out of every statistic (Mutant validity, at the end).",
         "Stopped: why no more seeds were needed (or, at the seed cap or with fixed seeds,",
         "which indicators the sequential rule of docs/adaptive.md left open).",
         "",
@@ -253,9 +254,14 @@ def curve_sentence(row: dict[str, Any]) -> str:
             parts.append(f"{label} {_fmt(mine, fmt)} [{_fmt(ref, fmt)}]")
     labels = row.get("symptoms") or "none stable"
     outcome = row.get("outcome") or "as reference"
-    unstable = f"; unstable: {row['unstable']}" if row.get("unstable") else ""
+    unstable = f"; unstable: {row['unstable']}" if _present(row.get("unstable")) else ""
     where = f" at `{row['site']}`" if row.get("site") else ""
     head = f"`{row['loop']}` ({row['variant']}{where}, {row['n_seeds']} seeds): "
+    if not parts and not is_valid(row["measured"]) and _present(row.get("why")):
+        said = str(row["why"])  # set aside, not judged: why, in its own words
+        return head + (
+            said if said.startswith(str(row["measured"])) else f"{row['measured']}: {said}"
+        )
     why = (
         f" {'Unjudged' if row['measured'] == UNJUDGED else 'Why not ' + str(row['expected'])}: "
         f"{row['why']}."

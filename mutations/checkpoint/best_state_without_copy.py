@@ -32,6 +32,7 @@ class BestStateWithoutCopy(Swap):
     category = "checkpoint"
     summary = "best_state = model.state_dict() (no copy): the 'best' weights track training."
     expected = "silent"
+    witness = "more self_loads", "load_state_dict restores the model's own live weights"
     node_types = (cst.Call, cst.DictComp)
     examples = (
         Example(

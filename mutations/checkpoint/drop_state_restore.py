@@ -56,6 +56,7 @@ class ResumeWithoutOptimizerState(_DropStateRestore):
     category = "checkpoint"
     summary = "Skip optimizer.load_state_dict on resume: Adam moments reset, loss spikes."
     expected = "degrades"
+    witness = "fewer optimizer_state", "the resumed optimizer steps with empty state (no moments)"
     examples = (
         Example(
             before="""
@@ -117,6 +118,7 @@ class DropLoadStateDict(_DropStateRestore):
     category = "checkpoint"
     summary = "Skip model.load_state_dict on resume: training restarts from random weights."
     expected = "degrades"
+    witness = "fewer module_loads", "the resumed model's load_state_dict never runs"
     examples = (
         Example(
             before="""
@@ -231,6 +233,7 @@ class DropSchedulerStateOnResume(_DropStateRestore):
     category = "checkpoint"
     summary = "Skip scheduler.load_state_dict on resume: the LR schedule restarts."
     expected = "degrades"
+    witness = "differs lr", "the learning rates after resuming differ (schedule restarted)"
     examples = (
         Example(
             before="""

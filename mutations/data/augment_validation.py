@@ -45,6 +45,7 @@ class AugmentValidation(Swap):
     category = "data"
     summary = "Validation transform replaced by the augmenting training pipeline."
     expected = "misleads"
+    witness = "differs eval_inputs", "the evaluation forwards see other (augmented) inputs"
     node_types = (cst.Call,)
     examples = (
         Example(

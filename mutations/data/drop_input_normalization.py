@@ -39,6 +39,7 @@ class DropInputNormalization(Operator):
     category = "data"
     summary = "Delete the input standardization/scaling: the model sees raw-scale inputs."
     expected = "degrades"
+    witness = "differs train_inputs", "the training forwards see other (unnormalized) inputs"
     node_types = (cst.BinaryOperation, cst.Call)
     examples = (
         Example(

@@ -37,6 +37,7 @@ class DropSamplerSetEpoch(Swap):
     category = "data"
     summary = "Remove sampler.set_epoch(epoch): every epoch reuses the same shuffled order."
     expected = "silent"
+    witness = "differs train_inputs", "the training batches differ (an epoch repeats the order)"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

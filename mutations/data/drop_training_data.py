@@ -29,6 +29,7 @@ class DropTrainingData(Operator):
     category = "data"
     summary = "Keep only a fraction of the training split (fraction = share dropped)."
     expected = "degrades"
+    witness = "fewer train_samples", "the training forwards see fewer samples"
     claims = frozenset({"shrinks_slice"})
     node_types = (cst.Subscript,)
     parameters = {"fraction": Param(0.9, "share of the training samples dropped", valid="(0, 1)")}

@@ -66,6 +66,7 @@ class LabelNoise(Swap):
     category = "data"
     summary = "Replace a fraction p of the training labels by random classes."
     expected = "degrades"
+    witness = "differs targets", "the targets reaching the training loss differ"
     node_types = (cst.Call,)
     parameters = {
         "p": Param(0.3, "fraction of training labels replaced by a random class", valid="(0, 1]")

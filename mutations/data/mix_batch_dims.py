@@ -96,6 +96,7 @@ class MixBatchDims(Swap):
     category = "data"
     summary = "Flatten a batch with the batch dimension moved: samples mix within a batch."
     expected = "breaks_training"
+    witness = "differs train_inputs|eval_inputs|losses|eval_outputs", "samples mix in a batch"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -38,6 +38,7 @@ class NormalizeWithFullStats(Operator):
     category = "data"
     summary = "Standardize with statistics of the full dataset (validation leaks into them)."
     expected = "silent"
+    witness = "differs train_inputs|eval_inputs|targets", "inputs or targets differ (full stats)"
     node_types = (cst.Call,)
     examples = (
         Example(

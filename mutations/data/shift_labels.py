@@ -33,6 +33,7 @@ class ShiftLabels(Swap):
     category = "data"
     summary = "Pair each input with the label of the previous sample (off-by-one)."
     expected = "breaks_training"
+    witness = "differs targets", "the targets reaching the training loss differ"
     node_types = (cst.Call, cst.Subscript)
     examples = (
         # A dataset helper used for both splits: the training call is the site.

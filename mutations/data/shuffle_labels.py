@@ -31,6 +31,7 @@ class ShuffleLabels(Swap):
     category = "data"
     summary = "Shuffle the training labels separately from their inputs."
     expected = "breaks_training"
+    witness = "differs targets", "the targets reaching the training loss differ"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -33,6 +33,7 @@ class SkipValNormalization(Operator):
     category = "data"
     summary = "Leave validation inputs unnormalized while training inputs are normalized."
     expected = "degrades"
+    witness = "differs eval_inputs", "the evaluation forwards see other (unnormalized) inputs"
     node_types = (cst.BinaryOperation, cst.Call)
     examples = (
         Example(

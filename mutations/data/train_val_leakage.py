@@ -39,6 +39,7 @@ class TrainValLeakage(Operator):
     category = "data"
     summary = "Validation overlaps training: train on every index, or validate on the train set."
     expected = "silent"
+    witness = "differs train_inputs|eval_inputs", "training or evaluation forwards see other data"
     node_types = (cst.Subscript, cst.Call)
     examples = (
         Example(

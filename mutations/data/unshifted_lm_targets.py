@@ -127,6 +127,7 @@ class UnshiftedLmTargets(Swap):
     category = "data"
     summary = "Language-model targets equal the inputs instead of the next tokens."
     expected = "breaks_training"
+    witness = "differs targets", "the targets reaching the training loss differ"
     node_types = (cst.Subscript,)
     examples = (
         Example(

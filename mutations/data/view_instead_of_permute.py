@@ -49,6 +49,7 @@ class ViewInsteadOfPermute(Swap):
     category = "data"
     summary = "x.permute(0, 3, 1, 2) written as a view to the same shape: pixels scrambled."
     expected = "degrades"
+    witness = "differs train_inputs|eval_inputs|losses|eval_outputs", "pixels re-cut, same shape"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -173,6 +173,8 @@ class DropInputToDevice(_DropBatchToDevice):
     category = "device"
     summary = "Do not move the batch inputs to the device (crash on GPU, no effect on CPU)."
     expected = "silent"
+    witness = "device", "a tensor on another device reaches an op (.to is a no-op on CPU)"
+    crashes = ("same device", "should be the same", "device type")
     role = "input"
     examples = (
         Example(
@@ -259,6 +261,8 @@ class DropTargetToDevice(_DropBatchToDevice):
     category = "device"
     summary = "Do not move the batch targets to the device (crash on GPU, no effect on CPU)."
     expected = "silent"
+    witness = "device", "a tensor on another device reaches an op (.to is a no-op on CPU)"
+    crashes = ("same device", "should be the same", "device type")
     role = "target"
     examples = (
         Example(

@@ -30,6 +30,8 @@ class DropModelToDevice(Swap):
     category = "device"
     summary = "Do not move the model to the device (crash on GPU, no effect on CPU)."
     expected = "silent"
+    witness = "device", "a tensor on another device reaches an op (.to is a no-op on CPU)"
+    crashes = ("same device", "should be the same", "device type")
     node_types = (cst.Assign, cst.Expr)
     examples = (
         Example(

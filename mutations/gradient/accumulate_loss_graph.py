@@ -34,6 +34,7 @@ class AccumulateLossGraph(Swap):
     category = "gradient"
     summary = "total_loss += loss (no .item()): every step's graph stays alive, memory grows."
     expected = "cost_only"
+    witness = "more graph_kept", "a backwarded graph is still alive at the next backward"
     node_types = (cst.AugAssign,)
     examples = (
         Example(

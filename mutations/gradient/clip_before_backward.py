@@ -27,6 +27,7 @@ class ClipBeforeBackward(Operator):
     category = "gradient"
     summary = "Move gradient clipping before loss.backward(): it clips stale/empty gradients."
     expected = "silent"
+    witness = "more clip_before_backward", "gradient clipping runs before this step's backward"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -38,6 +38,7 @@ class ClipWithoutUnscale(Swap):
     category = "gradient"
     summary = "Remove scaler.unscale_() before clipping: AMP-scaled gradients are clipped."
     expected = "degrades"
+    witness = "fewer scaler_unscale", "clipping sees gradients no GradScaler unscaled"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -32,6 +32,7 @@ class DetachHidden(Swap):
     category = "gradient"
     summary = "Detach an intermediate activation in forward(): earlier layers stop learning."
     expected = "degrades"
+    witness = "more no_grad_params", "parameters of the model get no gradient at step 1"
     node_types = (cst.Assign,)
     examples = (
         Example(

@@ -25,6 +25,8 @@ class DropBackward(Swap):
     category = "gradient"
     summary = "Remove loss.backward(): no gradients, the weights never change."
     expected = "breaks_training"
+    witness = "fewer backward_calls", "no backward() runs: the model gets no gradient"
+    crashes = ("NoneType",)
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

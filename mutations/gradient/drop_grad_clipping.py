@@ -26,6 +26,7 @@ class DropGradClipping(Swap):
     category = "gradient"
     summary = "Remove clip_grad_norm_/clip_grad_value_: gradient spikes pass unclipped."
     expected = "silent"
+    witness = "fewer clip_active", "no clipping cuts a gradient the reference's cut"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -33,6 +33,8 @@ class DropHiddenDetach(Swap):
     category = "gradient"
     summary = "Remove hidden = hidden.detach() in a TBPTT loop: backward reaches freed graphs."
     expected = "crash"
+    witness = "more graph_kept", "the hidden state keeps the last chunk's graph alive"
+    crashes = ("backward through the graph a second time",)
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -25,6 +25,7 @@ class DropZeroGrad(Swap):
     category = "gradient"
     summary = "Remove optimizer.zero_grad(): gradients accumulate across steps."
     expected = "breaks_training"
+    witness = "more stale_grad", "a backward adds into a .grad no zero_grad cleared"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         # A hand-written update (no optimizer) is the step.

@@ -36,6 +36,8 @@ class GanFakeNotDetached(Swap):
     category = "gradient"
     summary = "netD(fake.detach()) -> netD(fake): the discriminator step backpropagates into G."
     expected = "crash"
+    witness = "more foreign_grads", "the discriminator's backward reaches the generator"
+    crashes = ("backward through the graph a second time",)
     node_types = (cst.Call,)
     examples = (
         Example(

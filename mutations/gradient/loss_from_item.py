@@ -37,6 +37,8 @@ class LossFromItem(Swap):
         "Rebuild the loss from loss.item(): backward() runs but no gradient reaches the model."
     )
     expected = "breaks_training"
+    witness = "more empty_steps", "the optimizer steps without any gradient (no graph)"
+    crashes = ("NoneType",)
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -34,6 +34,7 @@ class OptimizerPartialParams(Swap):
     category = "gradient"
     summary = "Give the optimizer only the last layer's parameters: the rest never trains."
     expected = "degrades"
+    witness = "more foreign_grads", "parameters with gradients are not in the optimizer"
     node_types = (cst.Call,)
     parameters = {
         "keep": Param(2, "trailing parameter tensors the optimizer still gets", valid="[1, inf)")

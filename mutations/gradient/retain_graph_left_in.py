@@ -74,6 +74,7 @@ class RetainGraphLeftIn(Swap):
     category = "gradient"
     summary = "loss.backward(retain_graph=True) left in: every step's graph outlives its backward."
     expected = "cost_only"
+    witness = "more retained_graph", "a retained graph is still alive at the next forward"
     node_types = (cst.Call,)
     examples = (
         Example(

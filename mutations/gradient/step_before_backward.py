@@ -30,6 +30,7 @@ class StepBeforeBackward(Operator):
     category = "gradient"
     summary = "Move optimizer.step() before loss.backward(): it never sees this batch's gradients."
     expected = "breaks_training"
+    witness = "more empty_steps", "the optimizer steps before the gradients exist"
     node_types = (cst.SimpleStatementLine, cst.With, cst.For)
     examples = (
         # A hand-written update (no optimizer) is the step.

@@ -32,6 +32,7 @@ class StepOutsideBatchLoop(Operator):
     category = "gradient"
     summary = "Dedent optimizer.step() out of the batch loop: one update per epoch."
     expected = "breaks_training"
+    witness = "fewer steps", "the optimizer steps fewer times (once per epoch)"
     node_types = (cst.SimpleStatementLine, cst.With, cst.For)
     examples = (
         # A hand-written update (no optimizer) is the step.

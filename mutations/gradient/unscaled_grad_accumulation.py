@@ -35,6 +35,7 @@ class UnscaledGradAccumulation(Operator):
     category = "gradient"
     summary = "Remove loss / accum_steps: accumulated gradients are accum_steps times too large."
     expected = "degrades"
+    witness = "differs losses", "the losses reaching backward are not divided"
     node_types = (cst.BinaryOperation, cst.AugAssign)
     examples = (
         Example(

@@ -27,6 +27,7 @@ class ZeroGradAfterBackward(Operator):
     category = "gradient"
     summary = "Move zero_grad() between backward() and step(): every update sees zero gradients."
     expected = "breaks_training"
+    witness = "more empty_steps", "the optimizer steps on just-cleared gradients"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

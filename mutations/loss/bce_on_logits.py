@@ -32,6 +32,8 @@ class BceOnLogits(Operator):
     category = "loss"
     summary = "BCEWithLogitsLoss replaced by BCELoss while logits are still passed."
     expected = "crash"
+    witness = "differs loss_call", "the training loss is binary_cross_entropy on logits"
+    crashes = ("between 0 and 1",)
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -37,6 +37,8 @@ class FloatClassTargets(Swap):
     category = "loss"
     summary = "Class-index targets made float (dtype=torch.float32 / .float() for .long())."
     expected = "crash"
+    witness = "differs targets|loss_call", "the class targets reaching the loss are floats"
+    crashes = ("target dtype", "scalar type", "not implemented for 'Float'")
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -78,6 +78,7 @@ class IgnoreIndexWrong(Swap):
     category = "loss"
     summary = "ignore_index set to a real class: that class never contributes to the loss."
     expected = "degrades"
+    witness = "differs loss_call", "the training loss ignores a real class"
     node_types = (cst.Call,)
     parameters = {"index": Param(0, "class index wrongly ignored", valid="[0, inf)")}
     examples = (

@@ -58,6 +58,8 @@ class MseForClassification(Operator):
     category = "loss"
     summary = "CrossEntropy swapped for MSE (one-hot targets so it runs, or plain)."
     expected = "degrades"
+    witness = "differs loss_call", "the training loss is MSE, not cross-entropy"
+    crashes = ("size of tensor", "must match", "shape")
     node_types = (cst.Call,)
     parameters = {
         "variant": Param(

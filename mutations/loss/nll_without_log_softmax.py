@@ -35,6 +35,7 @@ class NllWithoutLogSoftmax(Operator):
     category = "loss"
     summary = "log_softmax removed before NLLLoss: raw logits, loss unbounded below."
     expected = "breaks_training"
+    witness = "differential", "different numbers: nll_loss gets raw logits"
     node_types = (cst.Call,)
     examples = (
         # log_softmax in forward, nll_loss in the training step

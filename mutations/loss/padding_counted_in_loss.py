@@ -53,6 +53,7 @@ class PaddingCountedInLoss(Swap):
     category = "loss"
     summary = "ignore_index=<pad id> removed: padded positions count in the sequence loss."
     expected = "degrades"
+    witness = "differs loss_call", "the sequence loss counts padded positions"
     node_types = (cst.Call,)
     examples = (
         Example(

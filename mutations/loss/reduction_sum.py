@@ -33,6 +33,7 @@ class ReductionSum(Swap):
     category = "loss"
     summary = 'reduction="sum" on a loss: gradients scale with the batch size.'
     expected = "degrades"
+    witness = "differs loss_call", "the training loss sums where the reference averages"
     node_types = (cst.Call,)
     examples = (
         Example(

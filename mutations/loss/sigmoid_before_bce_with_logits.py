@@ -35,6 +35,7 @@ class SigmoidBeforeBceWithLogits(Swap):
     category = "loss"
     summary = "torch.sigmoid applied before BCEWithLogitsLoss (double sigmoid)."
     expected = "degrades"
+    witness = "differential", "different numbers: the logits are squashed twice"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -36,6 +36,7 @@ class SoftmaxBeforeCrossEntropy(Swap):
     category = "loss"
     summary = "Softmax applied to the logits that cross-entropy receives (double softmax)."
     expected = "degrades"
+    witness = "differential", "different numbers: softmax applied twice"
     node_types = (cst.Call,)
     examples = (
         Example(

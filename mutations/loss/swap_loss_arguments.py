@@ -29,6 +29,8 @@ class SwapLossArguments(Swap):
     category = "loss"
     summary = "Loss called as loss(target, prediction)."
     expected = "crash"
+    witness = "differs loss_call", "the training loss gets targets and predictions swapped"
+    crashes = ("not implemented for", "dtype", "scalar type", "size", "shape", "target")
     node_types = (cst.Call,)
     examples = (
         Example(

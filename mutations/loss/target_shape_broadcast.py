@@ -60,6 +60,8 @@ class TargetShapeBroadcast(Operator):
     category = "loss"
     summary = "Shape fix removed before a regression loss: (n,1) vs (n,) broadcasts to (n,n)."
     expected = "breaks_training"
+    witness = "differs loss_call", "the loss gets (n, 1) predictions and (n,) targets"
+    crashes = ("size",)
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -31,6 +31,7 @@ class DropEvalMode(Swap):
     category = "mode"
     summary = "Remove model.eval(): evaluation runs with dropout on and BatchNorm updating."
     expected = "degrades"
+    witness = "more eval_mode_on", "an evaluation forward runs dropout/batch norm in train mode"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

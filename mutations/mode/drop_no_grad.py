@@ -128,6 +128,7 @@ class DropNoGrad(Swap):
     category = "mode"
     summary = "Remove torch.no_grad() around evaluation: the eval forward builds a graph."
     expected = "cost_only"
+    witness = "more eval_graph", "an evaluation forward records an autograd graph"
     node_types = (cst.With, cst.Decorator)
     examples = (
         Example(

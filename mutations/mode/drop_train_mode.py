@@ -66,6 +66,7 @@ class DropTrainMode(Swap):
     category = "mode"
     summary = "Remove model.train(): after the first evaluation the model trains in eval mode."
     expected = "degrades"
+    witness = "more train_mode_off", "a training forward runs dropout/batch norm in eval mode"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -32,6 +32,7 @@ class DropoutIgnoresTraining(Swap):
     category = "mode"
     summary = "F.dropout without training=self.training: dropout stays on in evaluation."
     expected = "misleads"
+    witness = "more eval_mode_on", "an evaluation forward applies dropout"
     node_types = (cst.Call,)
     examples = (
         Example(

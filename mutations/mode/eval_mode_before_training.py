@@ -32,6 +32,7 @@ class EvalModeBeforeTraining(Operator):
     category = "mode"
     summary = "Replace model.train() by model.eval(): the model trains in evaluation mode."
     expected = "degrades"
+    witness = "more train_mode_off", "a training forward runs dropout/batch norm in eval mode"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

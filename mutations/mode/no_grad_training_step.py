@@ -91,6 +91,8 @@ class NoGradTrainingStep(Operator):
     category = "mode"
     summary = "Compute the training loss under torch.no_grad(): backward() has no graph."
     expected = "crash"
+    witness = "more backward_no_graph", "backward() runs on a loss computed without a graph"
+    crashes = ("does not require grad",)
     node_types = (cst.SimpleStatementLine, cst.With)
     examples = (
         Example(

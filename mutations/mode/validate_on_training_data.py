@@ -170,6 +170,7 @@ class ValidateOnTrainingData(Operator):
     category = "mode"
     summary = "Evaluate on the training loader/data instead of the validation split."
     expected = "silent"
+    witness = "differs eval_inputs", "the evaluation forwards see other (training) inputs"
     node_types = (cst.Call, cst.For)
     examples = (
         # The metric's normalisation follows the data: no loss scaled by len(train)/len(val).

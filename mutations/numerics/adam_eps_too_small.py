@@ -35,6 +35,7 @@ class AdamEpsTooSmall(Swap):
     category = "numerics"
     summary = "Adam/AdamW eps set to 1e-16: no guard against tiny second moments."
     expected = "silent"
+    witness = "factor optimizer.eps", "the optimizer's eps at its first step differs"
     node_types = (cst.Call,)
     parameters = {"eps": Param(1e-16, "epsilon of the Adam denominator", valid="[0, 1)")}
     examples = (

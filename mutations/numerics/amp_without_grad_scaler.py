@@ -43,6 +43,7 @@ class AmpWithoutGradScaler(Operator):
     category = "numerics"
     summary = "Remove the GradScaler from an AMP step: float16 gradients underflow to zero."
     expected = "degrades"
+    witness = "fewer scaler_scale", "no enabled GradScaler scales the AMP loss"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -148,6 +148,7 @@ class DropActivation(Operator):
     category = "numerics"
     summary = "A hidden nonlinearity removed: stacked linear layers collapse into one."
     expected = "degrades"
+    witness = "differential", "different numbers: a nonlinearity is gone"
     node_types = (cst.Call,)
     examples = (
         Example(

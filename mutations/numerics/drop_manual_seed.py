@@ -33,6 +33,7 @@ class DropManualSeed(Swap):
     category = "numerics"
     summary = "Remove torch.manual_seed(...): runs are not reproducible, --seed is ignored."
     expected = "silent"
+    witness = "differential", "different numbers: other random draws (the harness seeds every run)"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -43,6 +43,7 @@ class DropoutTooHigh(Swap):
     category = "numerics"
     summary = "Dropout probability set to 0.9: most activations dropped in training."
     expected = "degrades"
+    witness = "differs dropout_p", "dropout drops with another probability"
     node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {"p": Param(0.9, "dropout probability", valid="[0, 1]")}
     examples = (

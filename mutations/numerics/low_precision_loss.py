@@ -39,6 +39,7 @@ class LowPrecisionLoss(Swap):
     category = "numerics"
     summary = "Loss computed on bfloat16/float16 casts of its inputs."
     expected = "silent"
+    witness = "differs loss_call", "the training loss gets half-precision inputs"
     node_types = (cst.Call,)
     parameters = {
         "dtype": Param("bfloat16", "precision of the loss inputs", ("bfloat16", "float16")),

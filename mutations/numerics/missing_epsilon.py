@@ -53,6 +53,7 @@ class MissingEpsilon(Swap):
     category = "numerics"
     summary = "Epsilon removed from a denominator, log or sqrt: inf/NaN once it hits zero."
     expected = "silent"
+    witness = "differential", "different numbers: a denominator or log loses its epsilon"
     node_types = (cst.BinaryOperation,)
     examples = (
         Example(

@@ -75,6 +75,7 @@ class SoftmaxWrongDim(Swap):
     category = "numerics"
     summary = "softmax/log_softmax over dim=0 (the batch) instead of the class axis."
     expected = "degrades"
+    witness = "differential", "different numbers: softmax normalises over the batch"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -34,6 +34,7 @@ class AdamL2InsteadOfAdamW(Operator):
         "Use Adam(weight_decay=wd) where AdamW was meant: coupled L2 instead of decoupled decay."
     )
     expected = "silent"
+    witness = "differs optimizer.class", "the optimizer is Adam, not AdamW"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -78,6 +78,7 @@ class ChangeBatchSize(Swap):
     category = "optim"
     summary = "Multiply the training batch size by a factor (x8 or x1/8) with nothing retuned."
     expected = "degrades"
+    witness = "factor first_batch", "the first training batch has another size"
     claims = frozenset({"training_loader"})
     node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
     parameters = {"factor": Param(8.0, "multiplier applied to batch_size", valid="(0, inf)")}

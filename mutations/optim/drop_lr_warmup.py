@@ -233,6 +233,7 @@ class DropLrWarmup(Operator):
     category = "optim"
     summary = "Remove the learning-rate warmup: training starts at the full learning rate."
     expected = "degrades"
+    witness = "differs lr", "the learning rates differ (no warmup)"
     node_types = (cst.Call, cst.If, cst.IfExp, cst.Assign, cst.AnnAssign)
     examples = (
         Example(

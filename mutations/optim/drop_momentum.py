@@ -32,6 +32,7 @@ class DropMomentum(Swap):
     category = "optim"
     summary = "Remove momentum from SGD: much slower, noisier convergence."
     expected = "degrades"
+    witness = "differs optimizer.momentum", "the optimizer's momentum at its first step differs"
     node_types = (cst.Call,)
     examples = (
         Example(

@@ -26,6 +26,7 @@ class DropSchedulerStep(Swap):
     category = "optim"
     summary = "Remove scheduler.step(): the learning rate never follows its schedule."
     expected = "degrades"
+    witness = "differs lr", "the learning rate does not follow the schedule"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

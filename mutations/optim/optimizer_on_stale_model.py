@@ -50,6 +50,7 @@ class OptimizerOnStaleModel(Operator):
     category = "optim"
     summary = "Re-create the model after its optimizer is built: the trained model never updates."
     expected = "breaks_training"
+    witness = "more foreign_grads", "the trained model's parameters are not in the optimizer"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -90,6 +90,7 @@ class OptimizerRecreatedEachEpoch(Operator):
         "a scheduler stays attached."
     )
     expected = "degrades"
+    witness = "more optimizers", "more optimizers step (a new one each epoch)"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -65,6 +65,7 @@ class SchedulerStepBeforeOptimizerStep(Operator):
     category = "optim"
     summary = "scheduler.step() moved before optimizer.step(): the schedule runs one step early."
     expected = "silent"
+    witness = "differs lr", "the learning rates differ (schedule one step early)"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -76,6 +76,7 @@ class SchedulerStepPerBatch(Operator):
     category = "optim"
     summary = "Call an epoch scheduler's step() once per batch: the LR schedule runs far too fast."
     expected = "breaks_training"
+    witness = "differs lr", "the learning rates differ (schedule stepped per batch)"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         # The batch loop is in train(): step once per batch of the loader it gets.

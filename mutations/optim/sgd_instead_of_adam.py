@@ -36,6 +36,7 @@ class SgdInsteadOfAdam(Operator):
     category = "optim"
     summary = "Use plain SGD with Adam's learning rate: updates become far too small."
     expected = "degrades"
+    witness = "differs optimizer.class", "the optimizer is SGD, not Adam"
     node_types = (cst.Call,)
     examples = (
         Example(

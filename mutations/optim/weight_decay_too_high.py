@@ -54,6 +54,7 @@ class WeightDecayTooHigh(Swap):
     category = "optim"
     summary = "Multiply weight_decay by a factor (x100): weights shrink, the model underfits."
     expected = "degrades"
+    witness = "factor optimizer.weight_decay", "the weight decay at the first step is scaled"
     node_types = (cst.Call, cst.DictElement)
     parameters = {"factor": Param(100.0, "multiplier applied to weight_decay", valid="(0, inf)")}
     examples = (
