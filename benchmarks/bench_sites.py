@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
 import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,43 +29,19 @@ for _path in (str(ROOT), str(ROOT / "benchmarks")):
     if _path not in sys.path:  # run as a script from anywhere
         sys.path.insert(0, _path)
 
+from site_entries import (  # noqa: E402
+    Entry,
+    Found,
+    code_line_at_or_above,
+    entry_of,
+    own_lines,
+)
+
 from mutations.registry import all_variants  # noqa: E402
 from mutator import SourceFile  # noqa: E402
 
 STYLES = ROOT / "tests" / "styles"
 EXPECTED = STYLES / "expected"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One expected site: any of ``lines``; a moved statement must land after one of ``after``."""
-
-    lines: frozenset[int]
-    after: frozenset[int] | None = None
-
-    def accepts(self, found: Found) -> bool:
-        if found.line not in self.lines:
-            return False
-        return self.after is None or found.landing in self.after
-
-    def describe(self) -> str:
-        lines = "/".join(map(str, sorted(self.lines)))
-        if self.after is None:
-            return lines
-        return f"{lines} (landing after {'/'.join(map(str, sorted(self.after)))})"
-
-
-@dataclass(frozen=True)
-class Found:
-    """One site the engine found: its anchor line, and where a moved statement lands."""
-
-    line: int
-    landing: int | None = None
-
-    def describe(self) -> str:
-        return (
-            str(self.line) if self.landing is None else f"{self.line} (lands after {self.landing})"
-        )
 
 
 @dataclass
@@ -77,27 +52,12 @@ class Score:
     missed: list[Entry] = field(default_factory=list)
 
 
-def _as_set(value: int | list[int]) -> frozenset[int]:
-    return frozenset(value if isinstance(value, list) else [value])
-
-
-def _entry(raw: int | dict, where: str) -> Entry:
-    if isinstance(raw, int):
-        return Entry(frozenset([raw]))
-    if isinstance(raw, dict) and set(raw) == {"any"}:
-        return Entry(_as_set(raw["any"]))
-    if isinstance(raw, dict) and set(raw) == {"line", "after"}:
-        return Entry(_as_set(raw["line"]), _as_set(raw["after"]))
-    raise ValueError(
-        f"{where}: an entry is N, {{any = [..]}} or {{line = N, after = M}}, not {raw!r}"
-    )
-
-
 def load_expected(path: Path) -> dict[str, list[Entry]]:
     """Operator name -> expected entries (an empty list: the operator has no site)."""
     sites = tomllib.loads(path.read_text(encoding="utf-8"))["sites"]
     return {
-        op: [_entry(raw, f"{path.name}: {op}") for raw in entries] for op, entries in sites.items()
+        op: [entry_of(raw, f"{path.name}: {op}") for raw in entries]
+        for op, entries in sites.items()
     }
 
 
@@ -109,31 +69,6 @@ def script_of(expected: Path) -> Path:
     return STYLES / f"{expected.stem}.py"
 
 
-def _own_lines(site, text_lines: list[str]) -> set[int]:
-    """The anchor statement's lines plus the comments and blank lines right above it."""
-    node = site.node
-    if "leading_lines" in getattr(node, "__dataclass_fields__", {}):
-        node = node.with_changes(leading_lines=())
-    height = len(cst.Module(body=[]).code_for_node(node).rstrip("\n").splitlines()) or 1
-    own = set(range(site.line, site.line + height))
-    above = site.line - 1
-    while above >= 1 and (
-        not text_lines[above - 1].strip() or text_lines[above - 1].lstrip().startswith("#")
-    ):
-        own.add(above)
-        above -= 1
-    return own
-
-
-def _code_line_at_or_above(number: int, text_lines: list[str]) -> int:
-    """An insertion after a blank or comment line lands after the code line above it."""
-    while number > 1 and (
-        not text_lines[number - 1].strip() or text_lines[number - 1].lstrip().startswith("#")
-    ):
-        number -= 1
-    return number
-
-
 def found_sites(script: Path, operators=None) -> dict[str, set[Found]]:
     """Operator name -> the distinct sites the engine finds in ``script``."""
     source = SourceFile.from_path(str(script))
@@ -141,8 +76,8 @@ def found_sites(script: Path, operators=None) -> dict[str, set[Found]]:
     found: dict[str, set[Found]] = defaultdict(set)
     for site in source.find_sites(operators if operators is not None else all_variants()):
         mutant = source.apply([site])
-        elsewhere = set(mutant.lines) - _own_lines(site, text_lines)
-        landing = _code_line_at_or_above(max(elsewhere), text_lines) if elsewhere else None
+        elsewhere = set(mutant.lines) - own_lines(site, text_lines)
+        landing = code_line_at_or_above(max(elsewhere), text_lines) if elsewhere else None
         found[site.operator.name].add(Found(site.line, landing))
     return found
 

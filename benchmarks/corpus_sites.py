@@ -65,7 +65,7 @@ for _path in (str(HERE.parent), str(HERE)):
     if _path not in sys.path:  # run as a script from anywhere, or loaded by a test
         sys.path.insert(0, _path)
 
-import bench_sites  # noqa: E402
+import site_entries  # noqa: E402
 
 from mutations.registry import all_operators  # noqa: E402
 from mutator import MutationError, SourceFile  # noqa: E402
@@ -107,8 +107,8 @@ class CorpusMutant:
         return (self.script, self.identity, self.diff_hash)
 
     @property
-    def found(self) -> bench_sites.Found:
-        return bench_sites.Found(self.line, self.landing)
+    def found(self) -> site_entries.Found:
+        return site_entries.Found(self.line, self.landing)
 
 
 @dataclass(frozen=True)
@@ -206,9 +206,9 @@ def mutants_of(source: str, name: str, operators=None) -> tuple[list[CorpusMutan
         except MutationError as error:
             errors.append(f"{site.operator.name}: {error}".splitlines()[0])
             continue
-        elsewhere = set(mutant.lines) - bench_sites._own_lines(site, text_lines)
+        elsewhere = set(mutant.lines) - site_entries.own_lines(site, text_lines)
         landing = (
-            bench_sites._code_line_at_or_above(max(elsewhere), text_lines) if elsewhere else None
+            site_entries.code_line_at_or_above(max(elsewhere), text_lines) if elsewhere else None
         )
         found.append(
             CorpusMutant(
@@ -247,14 +247,14 @@ def load_labels(path: Path = LABELS) -> dict[tuple[str, str, str], Label]:
     return labels
 
 
-def load_expected(path: Path = EXPECTED) -> dict[str, dict[str, list[bench_sites.Entry]]]:
+def load_expected(path: Path = EXPECTED) -> dict[str, dict[str, list[site_entries.Entry]]]:
     """Script -> operator -> expected entries (the tests/styles entry forms)."""
     if not path.exists():
         return {}
     raw = tomllib.loads(path.read_text(encoding="utf-8"))
     return {
         script: {
-            op: [bench_sites._entry(e, f"{path.name}: {script}.{op}") for e in entries]
+            op: [site_entries.entry_of(e, f"{path.name}: {script}.{op}") for e in entries]
             for op, entries in ops.items()
         }
         for script, ops in raw.items()
@@ -271,7 +271,7 @@ class Measurement:
     orphans: list[Label] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     missing_scripts: list[str] = field(default_factory=list)
-    missed: list[tuple[str, str, bench_sites.Entry]] = field(default_factory=list)
+    missed: list[tuple[str, str, site_entries.Entry]] = field(default_factory=list)
     unexpected_ok: list[CorpusMutant] = field(default_factory=list)
     mislabelled: list[tuple[CorpusMutant, str]] = field(default_factory=list)
     labels_of: dict[tuple[str, str, str], Label] = field(default_factory=dict)
@@ -294,7 +294,7 @@ def measure(
     mutants: dict[str, list[CorpusMutant]],
     errors: dict[str, list[str]],
     labels: dict[tuple[str, str, str], Label],
-    expected: dict[str, dict[str, list[bench_sites.Entry]]],
+    expected: dict[str, dict[str, list[site_entries.Entry]]],
 ) -> Measurement:
     """Join the mutants of each script with the labels and the expected sites."""
     m = Measurement(labels_of=labels)

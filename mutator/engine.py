@@ -26,43 +26,11 @@ from mutator.higher_order import choose_higher_order  # noqa: F401  (callers imp
 from mutator.operator import Edits, NonSite, Operator, Replacement
 from mutator.rewrite import Apply, render_module
 from mutator.semantics.roles import site_context
+from mutator.site import Site, Span
 from mutator.splice import Lines, TextEdit
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
 PART_SEPARATOR = "+"
-
-
-@dataclass(frozen=True)
-class Span:
-    start: tuple[int, int]
-    end: tuple[int, int]
-
-    def overlaps(self, other: Span) -> bool:
-        return self.start < other.end and other.start < self.end
-
-
-@dataclass
-class Site:
-    """One place where one operator applies."""
-
-    operator: Operator
-    node: cst.CSTNode
-    scope: str
-    ordinal: int
-    line: int
-    column: int
-    target: str
-    edits: dict[int, tuple[cst.CSTNode, Replacement]] = field(repr=False, default_factory=dict)
-    footprint: tuple[Span, ...] = ()
-    # Where the site is: train | eval | setup | export | plot | unknown (semantics.roles).
-    context: str = "unknown"
-
-    @property
-    def identity(self) -> str:
-        return f"{self.target}::{self.scope}::{self.operator.label}#{self.ordinal}"
-
-    def overlaps(self, other: Site) -> bool:
-        return any(a.overlaps(b) for a in self.footprint for b in other.footprint)
 
 
 @dataclass

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING
 from mutator.gate.calls import unknown_keyword
 from mutator.gate.claims import loader_off_path, slice_moves_wrong_way
 from mutator.gate.names import unbound_name
+from mutator.site import Site
 
 if TYPE_CHECKING:
     from mutator.context import Context
-    from mutator.engine import Site
 
 NON_SITE = "non_site"
 # check -> the Python-level errors its failure shows as at run time (none: a wrong effect).
