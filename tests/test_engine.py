@@ -311,3 +311,29 @@ def test_no_part_of_the_engine_imports_the_engine_back():
             if isinstance(node, ast.ImportFrom) and node.module == "mutator.engine":
                 back.append(str(path.relative_to(root)))
     assert back == []
+
+
+def test_a_removed_statement_leaves_its_blank_and_comment_lines_where_they_were():
+    """The mutant's changed line is the statement's, never the blank line above it: a
+    runner that picks the tests covering a changed line ran every test for a blank one
+    (issue 30). A comment above a block's last statement stays too, in the block."""
+    text = (
+        "def train(model, opt, loader):\n"
+        "    for x in loader:\n"
+        "        opt.zero_grad()\n"
+        "        loss = model(x).sum()\n"
+        "\n"
+        "        loss.backward()\n"
+        "\n"
+        "        # update\n"
+        "        opt.step()\n"
+        "    return model\n"
+    )
+    source = SourceFile(text, "t.py")
+    for name, line in (("drop_backward", 6), ("drop_optimizer_step", 9)):
+        (site,) = source.find_sites([get_operator(name)])
+        mutant = source.apply([site])
+        assert mutant.lines == (line,)
+        kept = text.splitlines(keepends=True)
+        assert mutant.source == "".join(kept[: line - 1] + kept[line:])
+        assert source.render_whole_module([site]) == mutant.source
