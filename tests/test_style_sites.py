@@ -48,11 +48,9 @@ KNOWN_WRONG = {
     "imagenet_trainer.py": {
         "accumulate_loss_graph": "misses AverageMeter.update(loss.item(), n) (192)",
         "label_noise": "misses the training targets passed to a Dataset class (124)",
-        "low_precision_loss": "misses criterion passed into train() (189)",
         "no_shuffle": "misses shuffle=(train_sampler is None) (138)",
         "shuffle_labels": "misses the training targets passed to a Dataset class (124)",
         "skip_val_normalization": "misses the validation transform pipeline (126)",
-        "swap_loss_arguments": "misses criterion passed into train() (189)",
         "validate_on_training_data": "fires on the --evaluate branch (148), not the default run",
     },
     "lbfgs_sine.py": {

@@ -173,10 +173,10 @@ def module_constructors(
     ``self.<attr>`` or an inline constructor) may hold."""
     if isinstance(func, cst.Call):
         return [func] if nn_class(func, ctx, classes) else []
+    # ``nn.CrossEntropyLoss().to(device)`` / ``.cuda()`` is still the loss it builds (issue 29).
+    values = (unwrap_calls(value, MODULE_PASSTHROUGH) for value in values_of(func, ctx, at))
     return [
-        value
-        for value in values_of(func, ctx, at)
-        if isinstance(value, cst.Call) and nn_class(value, ctx, classes)
+        value for value in values if isinstance(value, cst.Call) and nn_class(value, ctx, classes)
     ]
 
 
