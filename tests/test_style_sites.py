@@ -50,7 +50,6 @@ KNOWN_WRONG = {
         "label_noise": "misses the training targets passed to a Dataset class (124)",
         "no_shuffle": "misses shuffle=(train_sampler is None) (138)",
         "shuffle_labels": "misses the training targets passed to a Dataset class (124)",
-        "skip_val_normalization": "misses the validation transform pipeline (126)",
         "validate_on_training_data": "fires on the --evaluate branch (148), not the default run",
     },
     "lbfgs_sine.py": {

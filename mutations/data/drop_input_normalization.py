@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.data._pipelines import pipeline_role, transform_list
+from mutations.data._pipelines import named_transform_uses, pipeline_role, transform_list
 from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
@@ -83,6 +83,21 @@ class DropInputNormalization(Operator):
                 tf = transforms.Compose([transforms.ToTensor()])
             """,
         ),
+        # One Normalize bound to a name, in every split's pipeline (issue 29).
+        Example(
+            before="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+                train_tf = transforms.Compose([transforms.RandomCrop(32), transforms.ToTensor(), normalize])
+                val_tf = transforms.Compose([transforms.ToTensor(), normalize])
+            """,
+            after="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+                train_tf = transforms.Compose([transforms.RandomCrop(32), transforms.ToTensor()])
+                val_tf = transforms.Compose([transforms.ToTensor()])
+            """,
+        ),
     )
     non_examples = (
         "y_train = (y_train - y_mean) / y_std\n",  # regression targets, not inputs
@@ -101,6 +116,12 @@ class DropInputNormalization(Operator):
         """
             import torch
             test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.
+        """,
+        # ... also when the test pipeline's Normalize is bound to a name first.
+        """
+            import torchvision.transforms as transforms
+            normalize = transforms.Normalize((0.5,), (0.5,))
+            transform_test = transforms.Compose([transforms.ToTensor(), normalize])
         """,
         # REINFORCE: the returns weight the log-probabilities; no model reads them.
         """
@@ -122,6 +143,14 @@ class DropInputNormalization(Operator):
         """,
     )
 
+    def _named(self, node: cst.Call, ctx: Context) -> Edits | None:
+        """``normalize = transforms.Normalize(...)`` used in every split's ``Compose``: out
+        of every list (issue 29), unless only evaluation pipelines use it."""
+        uses = named_transform_uses(node, ctx)
+        if uses is None or all(pipeline_role(holder, ctx) == "eval" for holder, _ in uses):
+            return None
+        return {holder: without_list_element(holder, element.value) for holder, element in uses}
+
     def _outermost(self, node: cst.CSTNode, ctx: Context) -> bool:
         return not any(
             normalized_operand(a, ctx) is not None
@@ -132,7 +161,9 @@ class DropInputNormalization(Operator):
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
             holder = transform_list(node, ctx)
-            if holder is None or pipeline_role(holder, ctx) == "eval":
+            if holder is None:
+                return self._named(node, ctx)
+            if pipeline_role(holder, ctx) == "eval":
                 return None  # the test pipeline's own Normalize: skip_val_normalization's
             return {holder: without_list_element(holder, node)}
         group = normalization_group(node, ctx)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from mutations.data._pipelines import (
     NORMALIZE_TRANSFORM,
+    named_transform_in,
     pipeline_role,
     training_inputs_scaled,
     transform_list,
@@ -86,6 +87,21 @@ class SkipValNormalization(Operator):
                 test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000]
             """,
         ),
+        # One Normalize bound to a name: out of the validation Compose only (issue 29).
+        Example(
+            before="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.5], std=[0.5])
+                train_tf = transforms.Compose([transforms.ToTensor(), normalize])
+                val_tf = transforms.Compose([transforms.ToTensor(), normalize])
+            """,
+            after="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.5], std=[0.5])
+                train_tf = transforms.Compose([transforms.ToTensor(), normalize])
+                val_tf = transforms.Compose([transforms.ToTensor()])
+            """,
+        ),
     )
     non_examples = (
         "X_train = (X_train - mean) / std\n",
@@ -97,6 +113,15 @@ class SkipValNormalization(Operator):
     )
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if isinstance(node, cst.Call) and (named := named_transform_in(node, ctx)) is not None:
+            # ``Compose([..., normalize])`` of the evaluation split, where a training
+            # pipeline uses the same ``normalize`` (issue 29).
+            holder, element, uses = named
+            if pipeline_role(holder, ctx) != "eval" or all(
+                pipeline_role(other, ctx) == "eval" for other, _ in uses
+            ):
+                return None
+            return {holder: without_list_element(holder, element.value)}
         if isinstance(node, cst.Call):
             holder = transform_list(node, ctx)
             if holder is None or pipeline_role(holder, ctx) != "eval":
