@@ -7,7 +7,9 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
+    MODULE_PASSTHROUGH,
     bound_names,
+    expression_call,
     mentions,
     method_name,
     optimizer_class,
@@ -76,6 +78,21 @@ class OptimizerOnStaleModel(Operator):
                 model.to(device)
                 optimizer = model.configure_optimizers(weight_decay, learning_rate)
                 model = GPT(config)
+                model.to(device)
+            """,
+        ),
+        Example(
+            before="""
+                model = models.__dict__[args.arch]()
+                model = torch.nn.DataParallel(model).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), args.lr)
+            """,
+            after="""
+                model = models.__dict__[args.arch]()
+                model = torch.nn.DataParallel(model).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), args.lr)
+                model = models.__dict__[args.arch]()
+                model = torch.nn.DataParallel(model).cuda()
             """,
         ),
     )
@@ -97,16 +114,35 @@ class OptimizerOnStaleModel(Operator):
         model = _optimized_model(assign.value, ctx) if assign is not None else None
         if model is None:
             return None
+        # The constructor and what followed it before the optimizer (``model.to(device)``,
+        # ``model = model.cuda()``, a DataParallel wrap): the new model must be the old one's
+        # twin on the same device (issue 29: re-created on the CPU, it crashed at the forward).
+        again: list[cst.BaseStatement] = []
         for previous in reversed(ctx.preceding_statements(node)):
             built = single_assignment(previous)
             if built is None or model not in set(bound_names(built.targets[0].target)):
+                if _moves(previous, model):
+                    again.insert(0, previous)
                 continue
             if not isinstance(built.targets[0].target, cst.Name) or not isinstance(
                 built.value, cst.Call
             ):
                 return None  # unpacked or not a constructor: cannot rebuild it the same way
-            if mentions(built.value, model, ctx):
-                return None  # model = model.to(device): the same object, nothing re-created
-            again = previous.with_changes(leading_lines=())
-            return {node: cst.FlattenSentinel([node, again])}
+            again.insert(0, previous)
+            if not mentions(built.value, model, ctx):  # the constructor itself
+                copies = [statement.with_changes(leading_lines=()) for statement in again]
+                return {node: cst.FlattenSentinel([node, *copies])}
         return None
+
+
+def _moves(statement: cst.CSTNode, model: str) -> bool:
+    """``model.to(device)``, ``model.cuda()``: a call that changes the model in place."""
+    call = expression_call(statement)
+    if call is None or not isinstance(call.func, cst.Attribute):
+        return False
+    owner = receiver(call)
+    return (
+        isinstance(owner, cst.Name)
+        and owner.value == model
+        and method_name(call) in MODULE_PASSTHROUGH
+    )
