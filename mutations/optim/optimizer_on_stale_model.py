@@ -42,8 +42,9 @@ class OptimizerOnStaleModel(Operator):
     ``model = Net()`` (a reset for a new fold, a copied setup block, a wrap that builds a
     new module). Impact: the optimizer steps the parameters of the old, unused model;
     the one that is trained and evaluated gets gradients that no optimizer applies: the
-    loss stays at its initial level, no error. Fix: build the optimizer after the final
-    model exists (and after ``.to(device)``), or rebuild it whenever the model is.
+    loss stays at its initial level, no error. The new model repeats what followed the
+    constructor before the optimizer (``model.to(device)``, a DataParallel wrap), so it
+    lives where the original did. Fix: build the optimizer after the final model exists (and after ``.to(device)``), or rebuild it whenever the model is.
     Check: ``{id(p) for g in opt.param_groups for p in g["params"]}`` equals
     ``{id(p) for p in model.parameters()}``; the weights change after a step.
     """
