@@ -21,10 +21,12 @@ from mutator.semantics import (
     module_alias,
     nodes_in_scope_of,
     number_value,
+    reads_grad,
     resolve,
     split_role,
     split_role_of,
 )
+from mutator.semantics.schedules import lr_schedule_of
 
 TENSOR_DATASET = ("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset")
 
@@ -256,6 +258,27 @@ def input_normalization(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
     if found is None or is_label_name(code_of(found[0])):
         return None
     return found
+
+
+# Words of values that are measurements of training, not inputs of a model.
+_METRIC_WORDS = frozenset({"loss", "losses", "acc", "accuracy", "metric", "metrics", "score"})
+_METRIC_WORDS |= frozenset({"grad", "grads", "gradient", "gradients"})
+
+
+def not_input_statistics(node: cst.CSTNode, ctx: Context) -> str | None:
+    """Why a normalising division is no standardisation of a model's inputs: it sits in a
+    learning-rate schedule (``(step - warmup) / (max_steps - warmup)``), or its operand is a
+    metric or a gradient (``(loss - mean) / std`` for spike detection, issue 29)."""
+    schedule = lr_schedule_of(node, ctx)
+    if schedule is not None:
+        return f"inside the learning-rate schedule `{schedule}`: a step count, not a model input"
+    found = normalized_operand(node, ctx)
+    if found is None:
+        return None
+    operand = found[0]
+    if reads_grad(operand) or identifier_words(code_of(operand)) & _METRIC_WORDS:
+        return f"`{code_of(operand)}` is a metric or a gradient, not a model input"
+    return None
 
 
 def normalization_group(node: cst.CSTNode, ctx: Context) -> list[cst.BinaryOperation]:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from mutations.data._pipelines import named_transform_uses, pipeline_role, transform_list
-from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
+from mutations.data._shared import (
+    drop_normalizations,
+    normalization_group,
+    normalized_operand,
+    not_input_statistics,
+)
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
@@ -105,6 +110,16 @@ class DropInputNormalization(Operator):
         "lr = base_lr / 10\n",
         "progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))\n",
         "avg = total / 16\n",
+        # A schedule's progress and a loss z-score look like a standardisation (issue 29).
+        """
+            def get_lr(step):
+                progress = (step - warmup_steps) / (max_steps - warmup_steps)
+                return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+        """,
+        """
+            spike = (loss.item() - loss_mean) / (loss_std + 1e-8) > 6
+            model_out = model(x)
+        """,
         # Only the test inputs (issue 22: CIFAR's transform_test, a notebook's test_x).
         """
             import torchvision.transforms as transforms
@@ -172,6 +187,9 @@ class DropInputNormalization(Operator):
             return None
         if all(pipeline_role(member, ctx) == "eval" for member in group):
             return None  # only held-out inputs use these statistics
+        reason = not_input_statistics(node, ctx)
+        if reason is not None:
+            return NonSite(reason)
         members = [m for m in group if self._outermost(m, ctx)]
         if all(reaches_model(member, ctx) is False for member in members):
             return NonSite(

@@ -11,7 +11,7 @@ from mutations.data._pipelines import (
     training_inputs_scaled,
     transform_list,
 )
-from mutations.data._shared import drop_normalizations, normalization_group
+from mutations.data._shared import drop_normalizations, normalization_group, not_input_statistics
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import resolve, without_list_element
@@ -133,7 +133,7 @@ class SkipValNormalization(Operator):
             )
             return {holder: without_list_element(holder, node)} if trained else None
         group = normalization_group(node, ctx)
-        if not group or pipeline_role(node, ctx) != "eval":
+        if not group or pipeline_role(node, ctx) != "eval" or not_input_statistics(node, ctx):
             return None
         if not (any(pipeline_role(m, ctx) != "eval" for m in group) or training_inputs_scaled(ctx)):
             return None  # nothing normalizes the training inputs: not this bug
