@@ -25,6 +25,7 @@ from mutator.semantics import (
     resolve,
     split_role,
     split_role_of,
+    values_of,
 )
 from mutator.semantics.schedules import lr_schedule_of
 
@@ -224,6 +225,25 @@ def split_training_side(sub: cst.CSTNode, ctx: Context) -> list[cst.Subscript]:
         return heads
     # Unnamed parts: a bare size names its split (``perm[:n_val]`` is validation).
     return tails if bound.isidentifier() and split_role(bound) == "eval" else heads
+
+
+# Words of a sequence that holds names, not samples (``metric_names[:2]``, ``columns[1:]``).
+_NAME_WORDS = frozenset({"name", "names", "key", "keys", "column", "columns", "cols", "metric"})
+_NAME_WORDS |= frozenset({"metrics", "header", "headers", "field", "fields", "title", "titles"})
+
+
+def not_a_data_split(sub: cst.Subscript, ctx: Context) -> str | None:
+    """Why a split-shaped slice cuts no data: the sequence holds names or other strings
+    (issue 29: ``metric_names[:k]`` read as the training split)."""
+    base = sub.value
+    if identifier_words(code_of(base)) & _NAME_WORDS:
+        return f"`{code_of(base)}` holds names, not samples"
+    values = values_of(base, ctx, sub) if isinstance(base, cst.Name) else []
+    for value in values:
+        strings = isinstance(value, (cst.List, cst.Tuple)) and value.elements
+        if strings and all(isinstance(e.value, cst.SimpleString) for e in value.elements):
+            return f"`{code_of(base)}` is a list of strings, not samples"
+    return None
 
 
 # -- standardization: ``(A - mean) / std`` and ``A / 255`` ---------------------------------
