@@ -42,8 +42,6 @@ KNOWN_WRONG = {
     "dcgan.py": {
         "drop_input_normalization": "misses the [-1, 1] pixel scaling images * 2 - 1 (19)",
         "drop_input_to_device": "misses real = real.to(device) (105): 'real' is not a known input name",
-        "step_before_backward": "lands between the discriminator's two backward calls (after 115)",
-        "zero_grad_after_backward": "lands between the discriminator's two backward calls (after 110)",
     },
     "imagenet_trainer.py": {
         "accumulate_loss_graph": "misses AverageMeter.update(loss.item(), n) (192)",
