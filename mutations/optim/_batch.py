@@ -33,6 +33,7 @@ from mutator.semantics import (
     site_context,
 )
 from mutator.semantics.config import config_settings, reads_field
+from mutator.semantics.data import forwarded_loader_argument
 from mutator.semantics.hyperparams import kind_of
 from mutator.semantics.optim import constructor_kind
 from mutator.semantics.syntax import dotted_name
@@ -45,9 +46,13 @@ _APART = frozenset({"plot", "export", "eval"})
 
 
 def loader_batch_size(node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
-    """The ``batch_size`` argument of a training DataLoader whose arguments are all visible."""
-    if not isinstance(node, cst.Call) or has_star_args(node) or not is_data_loader(node, ctx):
+    """The ``batch_size`` argument of a training DataLoader whose arguments are all visible,
+    or of a call of the script's own helper that builds one (``make_loader(train_set, 32)``)."""
+    if not isinstance(node, cst.Call) or has_star_args(node):
         return None
+    if not is_data_loader(node, ctx):
+        size = forwarded_loader_argument(node, "batch_size", ctx)
+        return size if size is not None and is_training_loader(node, ctx) else None
     size = find_arg(node, "batch_size", 1)
     if size is None or (isinstance(size.value, cst.Name) and size.value.value == "None"):
         return None

@@ -197,6 +197,23 @@ class ChangeBatchSize(Swap):
                     loss.backward()
             """,
         ),
+        # A helper of the script builds the training loader with the caller's size (issue 29).
+        Example(
+            before="""
+                from torch.utils.data import DataLoader
+                def make_loader(dataset, batch_size, shuffle=False):
+                    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+                train_loader = make_loader(train_set, 32, shuffle=True)
+                val_loader = make_loader(val_set, 64)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                def make_loader(dataset, batch_size, shuffle=False):
+                    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+                train_loader = make_loader(train_set, 256, shuffle=True)
+                val_loader = make_loader(val_set, 64)
+            """,
+        ),
         # A noise tensor sized by it that only feeds sample images meets no training batch.
         Example(
             before="""
