@@ -10,7 +10,7 @@ from mutator.context import Context
 from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.edits import code_of
 from mutator.semantics.names import resolve
-from mutator.semantics.scope import assigned_values
+from mutator.semantics.scope import assigned_values, functions_by_name
 from mutator.semantics.syntax import callee_name, find_arg, is_true
 
 # -- roles from names -------------------------------------------------------------------------
@@ -256,18 +256,10 @@ def training_loader_setting(ctx: Context, key: str) -> list[cst.DictElement]:
 # -- loaders built by the script's own helpers ----------------------------------------------
 
 
-@per_module
-def _functions_by_name(ctx: Context) -> dict[str, list[cst.FunctionDef]]:
-    found: dict[str, list[cst.FunctionDef]] = {}
-    for function in ctx.nodes(cst.FunctionDef):
-        found.setdefault(function.name.value, []).append(function)  # type: ignore[attr-defined]
-    return found
-
-
 def _local_function(call: cst.Call, ctx: Context) -> cst.FunctionDef | None:
     if not isinstance(call.func, cst.Name):
         return None
-    found = _functions_by_name(ctx).get(call.func.value, [])
+    found = functions_by_name(ctx).get(call.func.value, [])
     return found[0] if len(found) == 1 else None
 
 
