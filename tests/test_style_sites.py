@@ -67,7 +67,6 @@ KNOWN_WRONG = {
     },
     "nanogpt_trainer.py": {
         "clip_before_backward": "misses clipping after an accumulation loop (222)",
-        "loss_from_item": "misses a loss returned by the model (216-217)",
         "step_before_backward": "misses the step after an accumulation loop (223)",
         "validate_on_training_data": "misses the val split of get_batch (67)",
         "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
