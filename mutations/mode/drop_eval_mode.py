@@ -53,6 +53,18 @@ class DropEvalMode(Swap):
             """,
             after="acc = test(net)\n",
         ),
+        # The model handed in through ``**kwargs`` (a framework's ``fit``, issue 29).
+        Example(
+            before="""
+                def evaluate(**kwargs):
+                    kwargs["model"].eval()
+                    return [kwargs["model"](x) for x, _ in kwargs["loader"]]
+            """,
+            after="""
+                def evaluate(**kwargs):
+                    return [kwargs["model"](x) for x, _ in kwargs["loader"]]
+            """,
+        ),
         # A model built by name (a registry, ``models.__dict__[arch]``) may hold batch
         # norm: unknown, so a site (issue 29: BatchNorm ResNets were read as mode-free).
         Example(
