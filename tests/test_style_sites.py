@@ -94,7 +94,6 @@ KNOWN_WRONG = {
     "vae.py": {
         "detach_hidden": "misses encode()/decode(), forward's helpers (41, 50)",
         "drop_input_normalization": "misses the pixel scaling digits / 16.0 (26)",
-        "optimizer_recreated_each_epoch": "misses a module-level optimizer with the epoch loop under __main__ (60)",
     },
     "word_lm.py": {
         "drop_input_to_device": "misses batchify's .to(device) (76)",
