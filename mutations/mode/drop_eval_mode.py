@@ -53,6 +53,26 @@ class DropEvalMode(Swap):
             """,
             after="acc = test(net)\n",
         ),
+        # A library's own mode switch: its call with False is the eval() (issue 29).
+        Example(
+            before="""
+                class Model:
+                    def _set_training_mode(self, training):
+                        self.network.train(training)
+
+                    def evaluate(self, loader):
+                        self._set_training_mode(False)
+                        return [self.network(x) for x, _ in loader]
+            """,
+            after="""
+                class Model:
+                    def _set_training_mode(self, training):
+                        self.network.train(training)
+
+                    def evaluate(self, loader):
+                        return [self.network(x) for x, _ in loader]
+            """,
+        ),
         # The model handed in through ``**kwargs`` (a framework's ``fit``, issue 29).
         Example(
             before="""
