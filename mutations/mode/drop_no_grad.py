@@ -207,6 +207,27 @@ class DropNoGrad(Swap):
                 val = model(x)
             """,
         ),
+        # The evaluation reuses the training step's names; the step binds them again
+        # before its backward, so nothing of the block reaches it (issue 29).
+        Example(
+            before="""
+                import torch
+                for step in range(max_steps):
+                    if step % 100 == 0:
+                        with torch.no_grad():
+                            loss = criterion(model(x_val), y_val)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+            """,
+            after="""
+                import torch
+                for step in range(max_steps):
+                    if step % 100 == 0:
+                        loss = criterion(model(x_val), y_val)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+            """,
+        ),
     )
     non_examples = (
         # An EMA update needs no_grad to run at all.
