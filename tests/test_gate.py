@@ -17,7 +17,7 @@ import pytest
 from experiments.cli import main
 from mutations.registry import all_variants
 from mutator import SourceFile, Swap
-from mutator.gate import NON_SITE, STILLBORN_ERRORS, Rejected
+from mutator.gate import NON_SITE, OFF_CONTEXT, STILLBORN_ERRORS, Rejected
 from mutator.semantics import parse_expr, with_keyword
 
 GATE = Path(__file__).resolve().parent / "gate"
@@ -36,6 +36,8 @@ REJECTED = {
     "pipelines_per_function.py": {
         ("augment_validation", 28, "unbound_name"),
         ("train_val_leakage", 37, "unbound_name"),
+        # The test pipeline's own Normalize: skip_val_normalization's site (issue 29 lists it).
+        ("drop_input_normalization", 31, NON_SITE),
     },
     "gelu_mlp.py": {
         ("drop_activation", 22, NON_SITE),
@@ -83,8 +85,14 @@ def test_every_fixture_is_pinned():
 
 @pytest.mark.parametrize("fixture", sorted(REJECTED))
 def test_fixture_rejects_exactly_the_false_places(fixture: str):
+    """Places outside an operator's contexts (check ``context``) are listed too; they are
+    pinned apart (``test_places_outside_an_operators_contexts_are_listed``)."""
     survey = _survey(GATE / fixture)
-    found = {(r.site.operator.label, r.site.line, r.check) for r in survey.rejected}
+    found = {
+        (r.site.operator.label, r.site.line, r.check)
+        for r in survey.rejected
+        if r.check != OFF_CONTEXT
+    }
     assert found == REJECTED[fixture]
     sites = {(s.operator.label, s.line) for s in survey.sites}
     assert KEPT.get(fixture, set()) <= sites
@@ -299,3 +307,19 @@ def test_mutate_rejected_takes_no_diff_or_out(capsys, tmp_path):
     code = main(["mutate", *files, "--out", str(tmp_path / "out"), "--rejected"])
     _, err = capsys.readouterr()
     assert code == 2 and "--rejected" in err and not (tmp_path / "out").exists()
+
+
+def test_places_outside_an_operators_contexts_are_listed_with_the_reason():
+    """A loss operator's place in an evaluation helper (its contexts leave evaluation out)
+    is no site, and ``--rejected`` says why instead of dropping it (issue 29)."""
+    survey = _survey(GATE / "eval_loader.py")
+    off = {
+        (r.site.operator.label, r.site.line): r.reason
+        for r in survey.rejected
+        if r.check == OFF_CONTEXT
+    }
+    assert (
+        off[("reduction_sum", 23)] == "in eval code: this bug belongs to train, setup, unknown code"
+    )
+    assert ("drop_input_to_device", 23) not in off  # its contexts include evaluation
+    assert not set(off) & {(s.operator.label, s.line) for s in survey.sites}

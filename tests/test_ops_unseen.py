@@ -42,3 +42,45 @@ def test_a_batch_size_whose_setting_is_not_shown_and_that_sizes_the_step_is_reje
     assert found[:2] == ("change_batch_size", 6)
     assert "line 8" in found[2] and "shape" in found[2]
     assert _sites(BATCH_IN_A_STEP, "change_batch_size") == []
+
+
+SKIPPED = """\
+import torch
+from torch.optim.lr_scheduler import ReduceLROnPlateau
+
+groups = [{"params": a, "weight_decay": 0.1}, {"params": b, "weight_decay": 0.0}]
+opt = torch.optim.AdamW(groups, lr=1e-3)
+plain = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0)
+sched = ReduceLROnPlateau(opt)
+torch.manual_seed(0)
+for epoch in range(3):
+    for x, y in loader:
+        loss = model(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    val_loss = evaluate(model)
+    sched.step(val_loss)
+torch.manual_seed(1)
+"""
+
+
+def test_places_recognised_and_skipped_are_listed_with_their_reason():
+    """``--rejected`` lists every place that disappears (issue 29): each of these was a
+    silent ``None`` before."""
+    found = {
+        (name, line): reason
+        for name, line, reason in _rejected(
+            SKIPPED,
+            "weight_decay_too_high",
+            "adam_l2_instead_of_adamw",
+            "scheduler_step_before_optimizer_step",
+            "drop_manual_seed",
+        )
+    }
+    assert "every parameter group sets its own weight_decay" in found[("weight_decay_too_high", 5)]
+    assert "weight_decay is 0" in found[("adam_l2_instead_of_adamw", 6)]
+    assert "metric exists only after" in found[("scheduler_step_before_optimizer_step", 16)]
+    assert (
+        "line 17" in found[("drop_manual_seed", 8)] and "line 8" in found[("drop_manual_seed", 17)]
+    )

@@ -19,6 +19,11 @@ from mutator.semantics import (
     without_list_element,
 )
 
+# Removing what only evaluation inputs get is ``skip_val_normalization``'s train/test mismatch.
+_EVAL_ONLY = (
+    "only evaluation inputs are normalised here: leaving that out is skip_val_normalization"
+)
+
 
 class DropInputNormalization(Operator):
     """Remove the normalization of the inputs, leaving them at raw scale.
@@ -179,14 +184,14 @@ class DropInputNormalization(Operator):
             if holder is None:
                 return self._named(node, ctx)
             if pipeline_role(holder, ctx) == "eval":
-                return None  # the test pipeline's own Normalize: skip_val_normalization's
+                return NonSite(_EVAL_ONLY)
             return {holder: without_list_element(holder, node)}
         group = normalization_group(node, ctx)
         # One site per set of statistics: dropping only some would be a train/val mismatch.
         if not group or group[0] is not node or not self._outermost(node, ctx):
             return None
         if all(pipeline_role(member, ctx) == "eval" for member in group):
-            return None  # only held-out inputs use these statistics
+            return NonSite(_EVAL_ONLY)
         reason = not_input_statistics(node, ctx)
         if reason is not None:
             return NonSite(reason)

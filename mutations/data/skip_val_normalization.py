@@ -13,7 +13,7 @@ from mutations.data._pipelines import (
 )
 from mutations.data._shared import drop_normalizations, normalization_group, not_input_statistics
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import resolve, without_list_element
 
 
@@ -112,7 +112,7 @@ class SkipValNormalization(Operator):
         "X_val = (X_val - mean) / std\n",  # nothing normalized for training: not this bug
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call) and (named := named_transform_in(node, ctx)) is not None:
             # ``Compose([..., normalize])`` of the evaluation split, where a training
             # pipeline uses the same ``normalize`` (issue 29).
@@ -136,5 +136,5 @@ class SkipValNormalization(Operator):
         if not group or pipeline_role(node, ctx) != "eval" or not_input_statistics(node, ctx):
             return None
         if not (any(pipeline_role(m, ctx) != "eval" for m in group) or training_inputs_scaled(ctx)):
-            return None  # nothing normalizes the training inputs: not this bug
+            return NonSite("nothing normalises the training inputs either: no mismatch to make")
         return drop_normalizations([node], ctx)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     MODULE_PASSTHROUGH,
     bound_names,
+    code_of,
     expression_call,
     mentions,
     method_name,
@@ -110,7 +111,7 @@ class OptimizerOnStaleModel(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         assign = single_assignment(node)
         model = _optimized_model(assign.value, ctx) if assign is not None else None
         if model is None:
@@ -128,7 +129,10 @@ class OptimizerOnStaleModel(Operator):
             if not isinstance(built.targets[0].target, cst.Name) or not isinstance(
                 built.value, cst.Call
             ):
-                return None  # unpacked or not a constructor: cannot rebuild it the same way
+                return NonSite(
+                    f"`{code_of(previous)}` cannot be built again the same way (unpacked, "
+                    "or not a constructor)"
+                )
             again.insert(0, previous)
             if not mentions(built.value, model, ctx):  # the constructor itself
                 copies = [statement.with_changes(leading_lines=()) for statement in again]

@@ -239,7 +239,7 @@ class ScaleLr(Swap):
             edits[update] = scaled
         return edits
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         setting = config_setting(node, ctx, "lr")
         if setting is not None:
             # ``cfg.trainer.lr = 3e-4`` handed to a trainer that builds the optimizer where
@@ -255,9 +255,13 @@ class ScaleLr(Swap):
             ):
                 return node.with_changes(value=_times(node.value, self.params["factor"]))
             return None
-        if manual_lr_writes(ctx):
-            return None  # a hand-written schedule overwrites lr= before every step
         found = optimizer_call(node, ctx)
+        if found is not None and manual_lr_writes(ctx):
+            line = ctx.position(manual_lr_writes(ctx)[0]).start.line
+            return NonSite(
+                f"equivalent: the hand-written schedule at line {line} sets the rate before "
+                "every step"
+            )
         if not (
             found is not None
             and (find_arg(found[0], "lr", 1) is not None or found[1] in DEFAULT_LR)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import _times, optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Param, Replacement, Swap
+from mutator.operator import Example, NonSite, Param, Replacement, Swap
 from mutator.semantics import (
     every_group_sets,
     find_arg,
@@ -140,7 +140,7 @@ class WeightDecayTooHigh(Swap):
             return (optimizer, None) if optimizer in _DEFAULT_WEIGHT_DECAY else None
         return None if number_value(decay.value) == 0 else (optimizer, decay)
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if isinstance(node, cst.DictElement) and node in _group_decays(ctx):
             return node.with_changes(value=_times(node.value, self.params["factor"]))
         setting = config_setting(node, ctx, "weight_decay")
@@ -155,7 +155,7 @@ class WeightDecayTooHigh(Swap):
         if isinstance(node, cst.DictElement):
             return None
         if isinstance(node, cst.Call) and every_group_sets(node, ctx, "weight_decay"):
-            return None  # each parameter group overrides the constructor's decay
+            return NonSite("equivalent: every parameter group sets its own weight_decay")
         found = self._decay(node, ctx)
         if found is None:
             return None
