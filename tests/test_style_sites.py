@@ -43,6 +43,13 @@ KNOWN_WRONG = {
         "drop_input_normalization": "misses the [-1, 1] pixel scaling images * 2 - 1 (19)",
         "drop_input_to_device": "misses real = real.to(device) (105): 'real' is not a known input name",
     },
+    "fit_library.py": {
+        "detach_hidden": "misses the body's output nested in forward's return (21)",
+        "optimizer_recreated_each_epoch": "misses an optimizer built in __init__ with the epoch loop in fit() (27)",
+        "step_before_backward": "misses the step of an accumulation run, in an if below its backward (49)",
+        "step_outside_batch_loop": "misses the step of an accumulation run, in an if of the batch loop (49)",
+        "zero_grad_after_backward": "misses zero_grad after the step of an accumulation run (50)",
+    },
     "imagenet_trainer.py": {
         "accumulate_loss_graph": "misses AverageMeter.update(loss.item(), n) (192)",
         "label_noise": "misses the training targets passed to a Dataset class (124)",
@@ -187,6 +194,7 @@ RUNS = {
     "padded_char_lm.py": (["--epochs", "2"], "fall"),
     "mnist_nll.py": (["--epochs", "1"], "fall"),
     "segmentation_callbacks.py": (["--epochs", "2", "--n-images", "128"], "fall"),
+    "fit_library.py": (["--epochs", "2"], "fall"),
 }
 LOSS = re.compile(r"loss\w*[:\s]+(-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf))", re.IGNORECASE)
 
