@@ -84,3 +84,19 @@ def test_places_recognised_and_skipped_are_listed_with_their_reason():
     assert (
         "line 17" in found[("drop_manual_seed", 8)] and "line 8" in found[("drop_manual_seed", 17)]
     )
+
+
+TD_TARGET = """\
+import torch
+
+for step in range(100):
+    with torch.no_grad():
+        target = reward + gamma * target_net(next_state).max(1)[0]
+    loss = (q_net(state).gather(1, action) - target).pow(2).mean()
+    loss.backward()
+"""
+
+
+def test_a_no_grad_block_that_feeds_the_loss_is_listed_as_another_bug():
+    (found,) = _rejected(TD_TARGET, "drop_no_grad")
+    assert found[1] == 4 and "reach the training loss" in found[2]
