@@ -21,48 +21,16 @@ from mutator.context import Context
 from mutator.cst_internals import code_at_depth, statement_offsets
 from mutator.diff import unified_diff_lines
 from mutator.errors import MutationError
-from mutator.gate import NON_SITE, Rejected, screen
+from mutator.gate import NON_SITE, OFF_CONTEXT, Rejected, off_context, screen
 from mutator.higher_order import choose_higher_order  # noqa: F401  (callers import it here)
 from mutator.operator import Edits, NonSite, Operator, Replacement
 from mutator.rewrite import Apply, render_module
 from mutator.semantics.roles import site_context
+from mutator.site import Site, Span
 from mutator.splice import Lines, TextEdit
 
 PRAGMA = re.compile(r"#\s*trainwreck:\s*skip\b")
 PART_SEPARATOR = "+"
-
-
-@dataclass(frozen=True)
-class Span:
-    start: tuple[int, int]
-    end: tuple[int, int]
-
-    def overlaps(self, other: Span) -> bool:
-        return self.start < other.end and other.start < self.end
-
-
-@dataclass
-class Site:
-    """One place where one operator applies."""
-
-    operator: Operator
-    node: cst.CSTNode
-    scope: str
-    ordinal: int
-    line: int
-    column: int
-    target: str
-    edits: dict[int, tuple[cst.CSTNode, Replacement]] = field(repr=False, default_factory=dict)
-    footprint: tuple[Span, ...] = ()
-    # Where the site is: train | eval | setup | export | plot | unknown (semantics.roles).
-    context: str = "unknown"
-
-    @property
-    def identity(self) -> str:
-        return f"{self.target}::{self.scope}::{self.operator.label}#{self.ordinal}"
-
-    def overlaps(self, other: Site) -> bool:
-        return any(a.overlaps(b) for a in self.footprint for b in other.footprint)
 
 
 @dataclass
@@ -199,14 +167,16 @@ class SourceFile:
         candidates.sort(key=lambda item: (item[0], item[1]))
         for (line, column), _, operator, node, edits in candidates:
             context = site_context(node, ctx)
-            if context not in operator.contexts:
-                continue  # e.g. a slice in a plotting helper is no training data
             scope = self._scope_of.get(id(node), "<module>")
             key = (scope, operator.label)
             ordinal = counters[key]
             counters[key] += 1
             site = Site(operator, node, scope, ordinal, line, column, self.target)
             site.context = context
+            if context not in operator.contexts:
+                # e.g. a slice in a plotting helper is no training data
+                survey.rejected.append(Rejected(site, OFF_CONTEXT, off_context(operator, context)))
+                continue
             if isinstance(edits, NonSite):
                 survey.rejected.append(Rejected(site, NON_SITE, edits.reason))
                 continue

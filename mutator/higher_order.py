@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from mutator.errors import MutationError
-
-if TYPE_CHECKING:
-    from mutator.engine import Site
+from mutator.site import Site
 
 
 def choose_higher_order(

@@ -8,6 +8,7 @@ mirror folder (``TRAINWRECK_CORPUS``, default ``/work/.mirror``) is absent.
 
 from __future__ import annotations
 
+import ast
 import csv
 import importlib.util
 import os
@@ -373,3 +374,34 @@ def test_every_corpus_mutant_is_labelled_consistent_and_within_what_holds(half, 
     ok, judged = total.default_path
     assert ok / judged >= precision, f"default-path precision {ok}/{judged}"
     assert total.matched / total.expected >= recall, f"recall {total.matched}/{total.expected}"
+
+
+def test_the_benchmark_scripts_import_one_another_without_a_circle():
+    """bench_sites.py runs the corpus report, so the definitions both read (``site_match``)
+    live apart: corpus_sites.py importing bench_sites.py again was a circle (issue 29)."""
+    folder = ROOT / "benchmarks"
+    local = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for stem in local:
+        tree = ast.parse((folder / f"{stem}.py").read_text(encoding="utf-8"))
+        named = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                named.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                named.add(node.module)
+        graph[stem] = named & local - {stem}
+
+    def circle_from(start: str, at: str, seen: tuple[str, ...]) -> tuple[str, ...] | None:
+        for target in sorted(graph[at]):
+            if target == start:
+                return (*seen, target)
+            if target not in seen:
+                found = circle_from(start, target, (*seen, target))
+                if found:
+                    return found
+        return None
+
+    circles = [c for stem in sorted(graph) if (c := circle_from(stem, stem, (stem,)))]
+    assert circles == [], " ; ".join(" -> ".join(c) for c in circles)
+    assert "site_match" in graph["corpus_sites"] and "corpus_sites" in graph["corpus_report"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
@@ -293,3 +296,44 @@ def test_examples_and_non_examples_may_be_indented_blocks():
     assert Indented.examples[0].before == "x = f(lr=0.1)\nif x:\n    y = 2\n"
     assert Indented.examples[0].after == "x = 1\n"
     assert Indented.non_examples == ("z = 3\n",)
+
+
+def test_no_part_of_the_engine_imports_the_engine_back():
+    """The site type lives in ``mutator.site``: the gate and the higher-order draw read it
+    there, so no module the engine imports imports the engine (not even for type hints,
+    where the circle hid from the import-graph test; issue 29)."""
+    root = Path(__file__).resolve().parent.parent / "mutator"
+    back = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts in (("__init__.py",), ("engine.py",)):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "mutator.engine":
+                back.append(str(path.relative_to(root)))
+    assert back == []
+
+
+def test_a_removed_statement_leaves_its_blank_and_comment_lines_where_they_were():
+    """The mutant's changed line is the statement's, never the blank line above it: a
+    runner that picks the tests covering a changed line ran every test for a blank one
+    (issue 30). A comment above a block's last statement stays too, in the block."""
+    text = (
+        "def train(model, opt, loader):\n"
+        "    for x in loader:\n"
+        "        opt.zero_grad()\n"
+        "        loss = model(x).sum()\n"
+        "\n"
+        "        loss.backward()\n"
+        "\n"
+        "        # update\n"
+        "        opt.step()\n"
+        "    return model\n"
+    )
+    source = SourceFile(text, "t.py")
+    for name, line in (("drop_backward", 6), ("drop_optimizer_step", 9)):
+        (site,) = source.find_sites([get_operator(name)])
+        mutant = source.apply([site])
+        assert mutant.lines == (line,)
+        kept = text.splitlines(keepends=True)
+        assert mutant.source == "".join(kept[: line - 1] + kept[line:])
+        assert source.render_whole_module([site]) == mutant.source

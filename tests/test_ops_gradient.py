@@ -399,11 +399,12 @@ def test_clipping_mutants_train_like_an_unclipped_run():
     clipped = run(TRAIN)
     early = run(only_mutant(TRAIN, "clip_before_backward").source)
     assert early["norms"] == [0.0] * 12  # it only ever saw cleared gradients
-    # drop_grad_clipping leaves ``norm = clip_grad_norm_(...)`` alone (its value is used).
-    assert mutants(TRAIN, "drop_grad_clipping") == []
+    # ``norm = clip_grad_norm_(...)``, logged: still computed, nothing clipped (issue 29).
+    logged = run(only_mutant(TRAIN, "drop_grad_clipping").source)
+    assert logged["norms"] == unclipped["norms"]
     plain = TRAIN.replace("norm = torch.nn", "torch.nn").replace("norms.append(float(norm))", "")
     dropped = run(only_mutant(plain, "drop_grad_clipping").source)
-    for mutant in (early, dropped):
+    for mutant in (early, dropped, logged):
         for param, expected in zip(mutant["model"].parameters(), unclipped["model"].parameters()):
             assert torch.allclose(param, expected)
     differs = [

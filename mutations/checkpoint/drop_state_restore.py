@@ -32,7 +32,7 @@ class _DropStateRestore(Swap):
         """Does a receiver of this kind (``receiver_kind``) hold the state this bug drops?"""
         raise NotImplementedError
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         receiver = method_statement_receiver(node, "load_state_dict")
         if receiver is None or not self.restores(receiver_kind(receiver, ctx)):
             return None
@@ -187,9 +187,9 @@ class DropLoadStateDict(_DropStateRestore):
         return kind not in _NOT_MODEL
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
-        if after_training_loop(node, ctx) or _restores_memory(node, ctx):
-            return None  # the best epoch's weights put back for testing: no resume
         found = super().swap(node, ctx)
+        if found is not None and (after_training_loop(node, ctx) or _restores_memory(node, ctx)):
+            return NonSite("the best epoch's weights put back for testing, not a resume")
         model = method_statement_receiver(node, "load_state_dict")
         if found is not None and isinstance(model, cst.Name) and runs_last(node, ctx):
             return NonSite(

@@ -1,4 +1,5 @@
-"""Data bugs: labels that stop matching their inputs, leaking splits, lost preprocessing.
+"""Data bugs: labels that stop matching their inputs, leaking splits, evaluation on the
+training data, lost preprocessing.
 
 The private helpers at the top recognise the data-pipeline idioms only these operators
 need: where the labels of a ``TensorDataset`` are, which side of a split is the training

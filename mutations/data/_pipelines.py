@@ -11,10 +11,13 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.semantics import (
+    bound_target,
     receiving_name,
     resolve,
+    same_scope,
     split_role,
     split_role_of,
+    values_of,
 )
 
 NORMALIZE_TRANSFORM = (
@@ -44,6 +47,33 @@ def transform_list(node: cst.Call, ctx: Context) -> cst.List | None:
     return None
 
 
+def named_transform_uses(node: cst.Call, ctx: Context) -> list[tuple[cst.List, cst.Element]] | None:
+    """Where a ``Normalize(...)`` bound to a name (``normalize = transforms.Normalize(...)``)
+    stands in ``Compose([...])`` lists: (list, element) per use, None when the call is not
+    bound to a name or the name is also used otherwise (handed on, called): then no list
+    edit removes it everywhere (issue 29: one ``normalize`` in two ``Compose`` lists)."""
+    if not resolve(node, ctx, strict=False).matches(NORMALIZE_TRANSFORM):
+        return None
+    target = bound_target(node, ctx)
+    if not isinstance(target, cst.Name):
+        return None
+    uses = []
+    for name in ctx.nodes(cst.Name):
+        if name is target or name.value != target.value or not same_scope(name, node, ctx):  # type: ignore[attr-defined]
+            continue
+        element, holder = ctx.parent(name), None
+        if isinstance(element, cst.Attribute) and element.attr is name:
+            continue  # ``x.normalize``: another name
+        if isinstance(element, cst.Arg) and element.keyword is name:
+            continue
+        if isinstance(element, cst.Element):
+            holder = ctx.parent(element)
+        if not isinstance(holder, cst.List):
+            return None
+        uses.append((holder, element))
+    return uses or None  # type: ignore[return-value]
+
+
 def pipeline_role(node: cst.CSTNode, ctx: Context) -> str | None:
     """train/eval of the data a node prepares: the name it ends up in (``transform_test``,
     ``train_data``), else the data it reads, else the function it sits in
@@ -65,3 +95,21 @@ def training_inputs_scaled(ctx: Context) -> bool:
         and pipeline_role(call, ctx) != "eval"
         for call in ctx.nodes(cst.Call)
     )
+
+
+def named_transform_in(
+    compose: cst.Call, ctx: Context
+) -> tuple[cst.List, cst.Element, list[tuple[cst.List, cst.Element]]] | None:
+    """(list, element, every use) when ``compose``'s ``[...]`` holds a name bound to a
+    ``Normalize(...)`` (``Compose([transforms.ToTensor(), normalize])``)."""
+    for arg in compose.args:
+        if not isinstance(arg.value, cst.List):
+            continue
+        for element in arg.value.elements:
+            if not isinstance(element.value, cst.Name):
+                continue
+            for value in values_of(element.value, ctx, element):
+                uses = named_transform_uses(value, ctx) if isinstance(value, cst.Call) else None
+                if uses is not None and any(e is element for _, e in uses):
+                    return arg.value, element, uses  # type: ignore[return-value]
+    return None

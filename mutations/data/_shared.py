@@ -21,10 +21,13 @@ from mutator.semantics import (
     module_alias,
     nodes_in_scope_of,
     number_value,
+    reads_grad,
     resolve,
     split_role,
     split_role_of,
+    values_of,
 )
+from mutator.semantics.schedules import lr_schedule_of
 
 TENSOR_DATASET = ("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset")
 
@@ -224,6 +227,25 @@ def split_training_side(sub: cst.CSTNode, ctx: Context) -> list[cst.Subscript]:
     return tails if bound.isidentifier() and split_role(bound) == "eval" else heads
 
 
+# Words of a sequence that holds names, not samples (``metric_names[:2]``, ``columns[1:]``).
+_NAME_WORDS = frozenset({"name", "names", "key", "keys", "column", "columns", "cols", "metric"})
+_NAME_WORDS |= frozenset({"metrics", "header", "headers", "field", "fields", "title", "titles"})
+
+
+def not_a_data_split(sub: cst.Subscript, ctx: Context) -> str | None:
+    """Why a split-shaped slice cuts no data: the sequence holds names or other strings
+    (issue 29: ``metric_names[:k]`` read as the training split)."""
+    base = sub.value
+    if identifier_words(code_of(base)) & _NAME_WORDS:
+        return f"`{code_of(base)}` holds names, not samples"
+    values = values_of(base, ctx, sub) if isinstance(base, cst.Name) else []
+    for value in values:
+        strings = isinstance(value, (cst.List, cst.Tuple)) and value.elements
+        if strings and all(isinstance(e.value, cst.SimpleString) for e in value.elements):
+            return f"`{code_of(base)}` is a list of strings, not samples"
+    return None
+
+
 # -- standardization: ``(A - mean) / std`` and ``A / 255`` ---------------------------------
 
 
@@ -256,6 +278,27 @@ def input_normalization(node: cst.CSTNode, ctx: Context) -> tuple[cst.BaseExpres
     if found is None or is_label_name(code_of(found[0])):
         return None
     return found
+
+
+# Words of values that are measurements of training, not inputs of a model.
+_METRIC_WORDS = frozenset({"loss", "losses", "acc", "accuracy", "metric", "metrics", "score"})
+_METRIC_WORDS |= frozenset({"grad", "grads", "gradient", "gradients"})
+
+
+def not_input_statistics(node: cst.CSTNode, ctx: Context) -> str | None:
+    """Why a normalising division is no standardisation of a model's inputs: it sits in a
+    learning-rate schedule (``(step - warmup) / (max_steps - warmup)``), or its operand is a
+    metric or a gradient (``(loss - mean) / std`` for spike detection, issue 29)."""
+    schedule = lr_schedule_of(node, ctx)
+    if schedule is not None:
+        return f"inside the learning-rate schedule `{schedule}`: a step count, not a model input"
+    found = normalized_operand(node, ctx)
+    if found is None:
+        return None
+    operand = found[0]
+    if reads_grad(operand) or identifier_words(code_of(operand)) & _METRIC_WORDS:
+        return f"`{code_of(operand)}` is a metric or a gradient, not a model input"
+    return None
 
 
 def normalization_group(node: cst.CSTNode, ctx: Context) -> list[cst.BinaryOperation]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import callee_name, code_of, parse_expr, split_role_of, with_arg_value
 
 # Transforms that draw at random: augmentation, meant for the training split only.
@@ -79,7 +79,7 @@ class AugmentValidation(Swap):
         "train_tf = transforms.Compose([transforms.RandomCrop(32), transforms.ToTensor()])\n",
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         steps = _pipeline(node)
         if steps is None or _augments(steps) or split_role_of(node, ctx) != "eval":
             return None
@@ -91,7 +91,10 @@ class AugmentValidation(Swap):
             and split_role_of(other, ctx) != "eval"
         ]
         if len(training) != 1:
-            return None  # no augmenting pipeline, or several: which one is unclear
+            return NonSite(
+                "no training pipeline that augments, or several: which one validation would "
+                "copy is unclear"
+            )
         assert isinstance(node, cst.Call)
         copied = parse_expr(code_of(_pipeline(training[0])))  # type: ignore[arg-type]
         return with_arg_value(node, node.args[0], copied)

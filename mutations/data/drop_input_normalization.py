@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.data._pipelines import pipeline_role, transform_list
-from mutations.data._shared import drop_normalizations, normalization_group, normalized_operand
+from mutations.data._pipelines import named_transform_uses, pipeline_role, transform_list
+from mutations.data._shared import (
+    drop_normalizations,
+    normalization_group,
+    normalized_operand,
+    not_input_statistics,
+)
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     code_of,
     reaches_model,
     without_list_element,
+)
+
+# Removing what only evaluation inputs get is ``skip_val_normalization``'s train/test mismatch.
+_EVAL_ONLY = (
+    "only evaluation inputs are normalised here: leaving that out is skip_val_normalization"
 )
 
 
@@ -84,6 +94,21 @@ class DropInputNormalization(Operator):
                 tf = transforms.Compose([transforms.ToTensor()])
             """,
         ),
+        # One Normalize bound to a name, in every split's pipeline (issue 29).
+        Example(
+            before="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+                train_tf = transforms.Compose([transforms.RandomCrop(32), transforms.ToTensor(), normalize])
+                val_tf = transforms.Compose([transforms.ToTensor(), normalize])
+            """,
+            after="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+                train_tf = transforms.Compose([transforms.RandomCrop(32), transforms.ToTensor()])
+                val_tf = transforms.Compose([transforms.ToTensor()])
+            """,
+        ),
     )
     non_examples = (
         "y_train = (y_train - y_mean) / y_std\n",  # regression targets, not inputs
@@ -91,6 +116,16 @@ class DropInputNormalization(Operator):
         "lr = base_lr / 10\n",
         "progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))\n",
         "avg = total / 16\n",
+        # A schedule's progress and a loss z-score look like a standardisation (issue 29).
+        """
+            def get_lr(step):
+                progress = (step - warmup_steps) / (max_steps - warmup_steps)
+                return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+        """,
+        """
+            spike = (loss.item() - loss_mean) / (loss_std + 1e-8) > 6
+            model_out = model(x)
+        """,
         # Only the test inputs (issue 22: CIFAR's transform_test, a notebook's test_x).
         """
             import torchvision.transforms as transforms
@@ -102,6 +137,12 @@ class DropInputNormalization(Operator):
         """
             import torch
             test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000] / 255.
+        """,
+        # ... also when the test pipeline's Normalize is bound to a name first.
+        """
+            import torchvision.transforms as transforms
+            normalize = transforms.Normalize((0.5,), (0.5,))
+            transform_test = transforms.Compose([transforms.ToTensor(), normalize])
         """,
         # REINFORCE: the returns weight the log-probabilities; no model reads them.
         """
@@ -123,6 +164,14 @@ class DropInputNormalization(Operator):
         """,
     )
 
+    def _named(self, node: cst.Call, ctx: Context) -> Edits | None:
+        """``normalize = transforms.Normalize(...)`` used in every split's ``Compose``: out
+        of every list (issue 29), unless only evaluation pipelines use it."""
+        uses = named_transform_uses(node, ctx)
+        if uses is None or all(pipeline_role(holder, ctx) == "eval" for holder, _ in uses):
+            return None
+        return {holder: without_list_element(holder, element.value) for holder, element in uses}
+
     def _outermost(self, node: cst.CSTNode, ctx: Context) -> bool:
         return not any(
             normalized_operand(a, ctx) is not None
@@ -133,15 +182,20 @@ class DropInputNormalization(Operator):
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
             holder = transform_list(node, ctx)
-            if holder is None or pipeline_role(holder, ctx) == "eval":
-                return None  # the test pipeline's own Normalize: skip_val_normalization's
+            if holder is None:
+                return self._named(node, ctx)
+            if pipeline_role(holder, ctx) == "eval":
+                return NonSite(_EVAL_ONLY)
             return {holder: without_list_element(holder, node)}
         group = normalization_group(node, ctx)
         # One site per set of statistics: dropping only some would be a train/val mismatch.
         if not group or group[0] is not node or not self._outermost(node, ctx):
             return None
         if all(pipeline_role(member, ctx) == "eval" for member in group):
-            return None  # only held-out inputs use these statistics
+            return NonSite(_EVAL_ONLY)
+        reason = not_input_statistics(node, ctx)
+        if reason is not None:
+            return NonSite(reason)
         members = [m for m in group if self._outermost(m, ctx)]
         if all(reaches_model(member, ctx) is False for member in members):
             return NonSite(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.data._shared import head_bound, single_slice, split_training_side
+from mutations.data._shared import not_a_data_split, single_slice, split_training_side
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator, Param, Replacement
+from mutator.operator import Edits, Example, NonSite, Operator, Param, Replacement
 from mutator.semantics import (
     code_of,
+    is_pure,
     parse_expr,
 )
 
@@ -58,10 +59,19 @@ class DropTrainingData(Operator):
                 test_loader = DataLoader(dataset[0.9:], batch_size)
             """,
         ),
+        # The training split is the tail (issue 29): its lower bound moves up.
+        Example(
+            before="val_data, train_data = data[:n_val], data[n_val:]\n",
+            after="val_data, train_data = data[:n_val], data[n_val + int((len(data) - n_val) * 0.9):]\n",
+        ),
     )
     non_examples = (
-        "val_idx, train_idx = perm[:n_val], perm[n_val:]\n",  # the training side is the tail
         "first = items[:3]\n",
+        # Names, not samples (issue 29).
+        """
+            metric_names = ["loss", "acc", "val_loss", "val_acc"]
+            shown, hidden = metric_names[:n_shown], metric_names[n_shown:]
+        """,
         """
             def draw(predictions, n_input, path):
                 with open(path, "w") as f:
@@ -84,16 +94,37 @@ class DropTrainingData(Operator):
             code = f"({code})"
         return parse_expr(f"int({code} * {keep!r})")
 
-    def _training_heads(self, node: cst.CSTNode, ctx: Context) -> list[cst.Subscript]:
-        side = split_training_side(node, ctx)
-        return side if side and all(head_bound(part) for part in side) else []
+    def _raised_lower(self, part: cst.Subscript, lower: cst.BaseExpression):
+        """The lower bound of a training tail ``data[K:]`` that keeps ``1 - fraction`` of it."""
+        fraction = round(self.params["fraction"], 10)
+        keep = round(1.0 - fraction, 10)
+        if isinstance(lower, cst.Float) and 0 < float(lower.value) < 1:
+            return cst.Float(repr(round(1 - (1 - float(lower.value)) * keep, 10)))
+        if isinstance(lower, cst.UnaryOperation) and isinstance(lower.operator, cst.Minus):
+            return parse_expr(f"int({code_of(lower)} * {keep!r})")  # the last rows
+        if not is_pure(part.value):
+            return None  # ``len(...)`` would evaluate it again
+        base, code = code_of(part.value), code_of(lower)
+        if not isinstance(lower, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)):
+            code = f"({code})"
+        return parse_expr(f"{code} + int((len({base}) - {code}) * {fraction!r})")
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        heads = self._training_heads(node, ctx)
-        if not heads or heads[0] is not node:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        side = split_training_side(node, ctx)
+        if not side or side[0] is not node:
             return None
+        reason = not_a_data_split(node, ctx)  # type: ignore[arg-type]
+        if reason is not None:
+            return NonSite(reason)
         edits: dict[cst.CSTNode, Replacement] = {}
-        for part in heads:
+        for part in side:
             bound = single_slice(part)
-            edits[bound] = bound.with_changes(upper=self._kept_bound(bound.upper))
+            if bound.lower is None:
+                edits[bound] = bound.with_changes(upper=self._kept_bound(bound.upper))
+                continue
+            # A training tail (``val, train = data[:n_val], data[n_val:]``, issue 29).
+            lower = self._raised_lower(part, bound.lower) if bound.upper is None else None
+            if lower is None:
+                return None
+            edits[bound] = bound.with_changes(lower=lower)
         return edits

@@ -8,12 +8,12 @@ from mutations.data._shared import rewritable_labels
 from mutator.context import Context
 from mutator.operator import Example, Param, Replacement, Swap
 from mutator.semantics import (
+    callee_name,
     code_of,
     has_class_index_loss,
     module_alias,
     parse_expr,
     unpacked_values,
-    variables_read,
     with_arg_value,
 )
 from mutator.semantics.cache import per_node
@@ -29,6 +29,22 @@ def _code(expr: cst.BaseExpression, ctx: Context) -> str:
     return code_of(expr)
 
 
+def _dtype_sources(expr: cst.BaseExpression, ctx: Context) -> list[str]:
+    """Names whose values may carry their dtype into ``expr``; a length (``len(x)``, a
+    permutation's size) carries none: the inputs' float dtype is not the labels'."""
+    found = []
+    for name in ctx.nodes_within(expr, cst.Name):
+        parent = ctx.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            continue
+        arg = parent if isinstance(parent, cst.Arg) else None
+        call = ctx.parent(arg) if arg is not None else None
+        if isinstance(call, cst.Call) and callee_name(call) in ("len", "randperm", "arange"):
+            continue
+        found.append(name.value)  # type: ignore[attr-defined]
+    return found
+
+
 def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
     """ "int" or "float" from the dtype evidence nearest to ``labels`` along its definitions."""
     level, seen = [labels], set()
@@ -40,7 +56,7 @@ def _label_kind(labels: cst.BaseExpression, ctx: Context) -> str | None:
             return "int"
         following = []
         for expr in level:
-            for name in variables_read(expr, ctx):
+            for name in _dtype_sources(expr, ctx):
                 if name not in seen:
                     seen.add(name)
                     following.extend(unpacked_values(ctx, name))
@@ -97,6 +113,28 @@ class LabelNoise(Swap):
                 ds = TensorDataset(X, T.where(T.rand(labels.shape) < 0.1, T.randint_like(labels, int(labels.max()) + 1), labels))
             """,
             params={"p": 0.1},
+        ),
+        # The inputs' float dtype reaches the labels only through ``len(x)``: no dtype of
+        # theirs; the classification loss says they are class indices (issue 29).
+        Example(
+            before="""
+                import torch
+                import torch.nn as nn
+                criterion = nn.CrossEntropyLoss()
+                x = torch.tensor(data, dtype=torch.float32)
+                order = torch.randperm(len(x))
+                y = targets[order]
+                train_set = TensorDataset(x[order][:100], y[:100])
+            """,
+            after="""
+                import torch
+                import torch.nn as nn
+                criterion = nn.CrossEntropyLoss()
+                x = torch.tensor(data, dtype=torch.float32)
+                order = torch.randperm(len(x))
+                y = targets[order]
+                train_set = TensorDataset(x[order][:100], torch.where(torch.rand(y[:100].shape) < 0.3, torch.randint_like(y[:100], int(y.max()) + 1), y[:100]))
+            """,
         ),
     )
     non_examples = (

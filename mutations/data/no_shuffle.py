@@ -16,6 +16,7 @@ from mutator.semantics import (
     training_loader_setting,
     with_arg_value,
 )
+from mutator.semantics.data import forwarded_loader_argument
 
 
 class NoShuffle(Swap):
@@ -51,6 +52,34 @@ class NoShuffle(Swap):
                 from torch.utils.data import DataLoader
                 train_kwargs = {"batch_size": 64, "shuffle": False}
                 train_loader = DataLoader(train_ds, **train_kwargs)
+            """,
+        ),
+        # A helper of the script builds the loader with the caller's keyword (issue 29).
+        Example(
+            before="""
+                from torch.utils.data import DataLoader
+                def make_loader(dataset, batch_size, shuffle=False):
+                    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+                train_loader = make_loader(train_set, 32, shuffle=True)
+                val_loader = make_loader(val_set, 64)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                def make_loader(dataset, batch_size, shuffle=False):
+                    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+                train_loader = make_loader(train_set, 32, shuffle=False)
+                val_loader = make_loader(val_set, 64)
+            """,
+        ),
+        # Options unpacked from a dict literal (framework-style code, issue 29).
+        Example(
+            before="""
+                from torch.utils.data import DataLoader
+                loader = DataLoader(train_ds, **{"batch_size": 64, "shuffle": True})
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                loader = DataLoader(train_ds, **{"batch_size": 64, "shuffle": False})
             """,
         ),
         Example(
@@ -104,6 +133,12 @@ class NoShuffle(Swap):
             if shuffle is None or not is_training_loader(node, ctx):
                 return None
             return with_arg_value(node, shuffle, cst.Name("False"))
+        # ``make_loader(train_set, 32, shuffle=True)``: the helper hands it on (issue 29).
+        forwarded = forwarded_loader_argument(node, "shuffle", ctx)
+        if forwarded is not None:
+            if not is_true(forwarded.value) or not is_training_loader(node, ctx):
+                return None
+            return with_arg_value(node, forwarded, cst.Name("False"))  # type: ignore[arg-type]
         if not isinstance(node, cst.Call) or not self._epoch_permutation(node, ctx):
             return None
         args = closed_args(

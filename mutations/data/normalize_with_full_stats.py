@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.data._shared import normalized_operand
+from mutations.data._shared import normalized_operand, not_input_statistics
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
@@ -113,7 +113,7 @@ class NormalizeWithFullStats(Operator):
         stat_names = set()
         for node in ctx.nodes(cst.BinaryOperation):
             found = normalized_operand(node, ctx)
-            if found is None or "|" not in found[1]:
+            if found is None or "|" not in found[1] or not_input_statistics(node, ctx):
                 continue
             if ctx.within(node.left.right, call) or ctx.within(node.right, call):
                 return True

@@ -6,13 +6,14 @@ import libcst as cst
 
 from mutations.data._pipelines import (
     NORMALIZE_TRANSFORM,
+    named_transform_in,
     pipeline_role,
     training_inputs_scaled,
     transform_list,
 )
-from mutations.data._shared import drop_normalizations, normalization_group
+from mutations.data._shared import drop_normalizations, normalization_group, not_input_statistics
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import resolve, without_list_element
 
 
@@ -87,6 +88,21 @@ class SkipValNormalization(Operator):
                 test_x = torch.unsqueeze(test_data.data, dim=1).type(torch.FloatTensor)[:2000]
             """,
         ),
+        # One Normalize bound to a name: out of the validation Compose only (issue 29).
+        Example(
+            before="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.5], std=[0.5])
+                train_tf = transforms.Compose([transforms.ToTensor(), normalize])
+                val_tf = transforms.Compose([transforms.ToTensor(), normalize])
+            """,
+            after="""
+                import torchvision.transforms as transforms
+                normalize = transforms.Normalize(mean=[0.5], std=[0.5])
+                train_tf = transforms.Compose([transforms.ToTensor(), normalize])
+                val_tf = transforms.Compose([transforms.ToTensor()])
+            """,
+        ),
     )
     non_examples = (
         "X_train = (X_train - mean) / std\n",
@@ -97,7 +113,16 @@ class SkipValNormalization(Operator):
         "X_val = (X_val - mean) / std\n",  # nothing normalized for training: not this bug
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        if isinstance(node, cst.Call) and (named := named_transform_in(node, ctx)) is not None:
+            # ``Compose([..., normalize])`` of the evaluation split, where a training
+            # pipeline uses the same ``normalize`` (issue 29).
+            holder, element, uses = named
+            if pipeline_role(holder, ctx) != "eval" or all(
+                pipeline_role(other, ctx) == "eval" for other, _ in uses
+            ):
+                return None
+            return {holder: without_list_element(holder, element.value)}
         if isinstance(node, cst.Call):
             holder = transform_list(node, ctx)
             if holder is None or pipeline_role(holder, ctx) != "eval":
@@ -109,8 +134,8 @@ class SkipValNormalization(Operator):
             )
             return {holder: without_list_element(holder, node)} if trained else None
         group = normalization_group(node, ctx)
-        if not group or pipeline_role(node, ctx) != "eval":
+        if not group or pipeline_role(node, ctx) != "eval" or not_input_statistics(node, ctx):
             return None
         if not (any(pipeline_role(m, ctx) != "eval" for m in group) or training_inputs_scaled(ctx)):
-            return None  # nothing normalizes the training inputs: not this bug
+            return NonSite("nothing normalises the training inputs either: no mismatch to make")
         return drop_normalizations([node], ctx)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.data._shared import split_training_side
+from mutations.data._shared import not_a_data_split, split_training_side
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     bound_target,
     compact_code,
@@ -73,6 +73,8 @@ class TrainValLeakage(Operator):
     )
     non_examples = (
         "x, y = chunk[:-1], chunk[1:]\n",
+        # A slice of metric names is no split of the data (issue 29).
+        "train_keys, val_keys = metric_keys[:n_train], metric_keys[n_train:]\n",
         # The test loader is built but never read (LLMs-from-scratch, chapter 6).
         """
             train_loader = DataLoader(train_ds, batch_size=8, shuffle=True)
@@ -112,7 +114,7 @@ class TrainValLeakage(Operator):
             return None
         return dataset, training
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
             leaky = self._leaky_loader(node, ctx)
             if leaky is None:
@@ -122,6 +124,9 @@ class TrainValLeakage(Operator):
         side = split_training_side(node, ctx)
         if not side or side[0] is not node:
             return None
+        reason = not_a_data_split(node, ctx)  # type: ignore[arg-type]
+        if reason is not None:
+            return NonSite(reason)
         return {part: _unwrapped_subscript(part) for part in side}
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     compact_code,
     is_label_name,
@@ -193,10 +193,12 @@ class UnshiftedLmTargets(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         source = _unshifted_source(node, ctx)
-        if source is None or split_role_of(node, ctx) == "eval":
-            return None  # held-out targets change an evaluation number, not training
+        if source is None:
+            return None
+        if split_role_of(node, ctx) == "eval":
+            return NonSite("held-out targets: an evaluation number changes, not training")
         if not _is_target(node, ctx):
             return None  # a reward column, consecutive pairs: a shifted slice, no LM target
         return node.with_changes(slice=source.deep_clone().slice)

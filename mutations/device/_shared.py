@@ -6,9 +6,12 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.semantics import (
+    bound_names,
     dotted_name,
     method_name,
+    nodes_in_scope_of,
     positional_args,
+    starts_before,
 )
 
 DTYPES = frozenset(
@@ -56,3 +59,36 @@ def is_device_move(expr: cst.BaseExpression, ctx: Context) -> bool:
         # x.to(torch.float32) is a cast, not a move
         return target is None or target.rsplit(".", 1)[-1] not in DTYPES
     return "device" in keywords
+
+
+# Logging calls that trace or draw a tensor once: a batch moved only for them never trains.
+_LOGGING_METHODS = frozenset(
+    {"add_graph", "add_image", "add_images", "add_embedding", "add_figure", "add_video"}
+    | {"add_histogram", "save_image", "make_grid"}
+)
+
+
+def only_logged(assign: cst.Assign, ctx: Context) -> str | None:
+    """The logging call (``writer.add_graph``) that every later read of the names ``assign``
+    binds goes to, when no other code reads them (issue 29: the device move of a sample
+    batch traced for TensorBoard is no training batch); else None."""
+    bound = {
+        name for target in assign.targets for name in bound_names(target.target) if "." not in name
+    }
+    reads = [
+        name
+        for name in nodes_in_scope_of(assign, ctx, cst.Name)
+        if name.value in bound  # type: ignore[attr-defined]
+        and starts_before(assign, name, ctx)
+        and not ctx.within(assign, name)
+        and not isinstance(ctx.parent(name), (cst.AssignTarget, cst.Attribute))
+    ]
+    callers = set()
+    for read in reads:
+        arg = ctx.parent(read)
+        call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        method = method_name(call) if isinstance(call, cst.Call) else None
+        if method not in _LOGGING_METHODS:
+            return None
+        callers.add(dotted_name(call.func) or method)  # type: ignore[union-attr]
+    return sorted(callers)[0] if callers else None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.device._shared import is_device_move
+from mutations.device._shared import is_device_move, only_logged
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     LABEL_WORDS,
     dotted_name,
@@ -120,7 +120,7 @@ class _DropBatchToDevice(Swap):
             return "input"  # [t.to(device) for t in batch]: the inputs (and all else) stay
         return _role(receiver(call), ctx)
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if isinstance(node, cst.Call):
             if (
                 not is_device_move(node, ctx)
@@ -133,6 +133,9 @@ class _DropBatchToDevice(Swap):
         index = self._assign_index(node, ctx)
         if index is None:
             return None
+        logger = only_logged(node, ctx)
+        if logger is not None:
+            return NonSite(f"the moved batch only feeds `{logger}`: no training step reads it")
         target, value = node.targets[0].target, node.value
         if not isinstance(value, cst.Tuple):
             assert isinstance(value, cst.Call)
@@ -241,6 +244,12 @@ class DropInputToDevice(_DropBatchToDevice):
                 model.eval()
                 images = torch.randn(1, 3, 8, 8).to(device)
                 torch.onnx.export(model, images, path)
+        """,
+        # A sample batch moved only to trace the model for TensorBoard (issue 29).
+        """
+            images, labels = next(iter(train_loader))
+            images = images.to(device)
+            writer.add_graph(model, images)
         """,
     )
 

@@ -10,6 +10,7 @@ from mutator.semantics import (
     enclosing_function,
     expression_call,
     is_call_statement,
+    is_optimizer_step,
     method_name,
     per_module,
 )
@@ -53,7 +54,26 @@ def backward_calls_by_scope(ctx: Context) -> dict[cst.FunctionDef | None, list[c
 
 
 def nearest_preceding_backward(ctx: Context, statement: cst.CSTNode) -> cst.CSTNode | None:
+    """The first ``backward()`` of the ones that fill the gradients ``statement`` (a step, a
+    clip) reads: back to the previous ``zero_grad()`` or step. A GAN discriminator backwards
+    its real and its fake loss before one step; landing between the two would leave half of
+    the batch's gradients in place (issue 29)."""
+    found = None
     for candidate in reversed(list(ctx.preceding_statements(statement))):
         if is_backward(candidate):
-            return candidate
-    return None
+            found = candidate
+        elif is_call_statement(candidate, "zero_grad") or is_optimizer_step(candidate, ctx):
+            break
+    return found
+
+
+def last_backward_before_step(ctx: Context, statement: cst.CSTNode) -> cst.CSTNode | None:
+    """The last ``backward()`` after ``statement`` (a ``zero_grad()``) before the step that
+    uses the gradients (or before the block ends)."""
+    found = None
+    for candidate in ctx.following_statements(statement):
+        if is_backward(candidate):
+            found = candidate
+        elif is_optimizer_step(candidate, ctx):
+            break
+    return found

@@ -6,8 +6,9 @@ import libcst as cst
 
 from mutations.gradient._shared import backward_calls
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
+    code_of,
     dotted_name,
     dotted_names_in,
     in_no_grad,
@@ -63,6 +64,29 @@ class AccumulateLossGraph(Swap):
                         total_loss += loss * x.size(0)
             """,
         ),
+        # Reset only when printed every 100 batches (issue 29): graphs pile up in between.
+        Example(
+            before="""
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    running_loss += loss.item()
+                    if i % 100 == 99:
+                        print(running_loss / 100)
+                        running_loss = 0.0
+            """,
+            after="""
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    running_loss += loss
+                    if i % 100 == 99:
+                        print(running_loss / 100)
+                        running_loss = 0.0
+            """,
+        ),
     )
     non_examples = (
         # Set back to zero at every optimizer step (a diffusion Trainer with gradient
@@ -113,11 +137,16 @@ class AccumulateLossGraph(Swap):
                     return expr
         return None
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assert isinstance(node, cst.AugAssign)
         item = self._item_call(node, ctx)
-        if item is None or _reset_every_step(node, ctx):
+        if item is None:
             return None
+        if _reset_every_step(node, ctx):
+            return NonSite(
+                f"equivalent: `{code_of(node.target)}` is set back to a number at every "
+                "optimizer step: each graph lives one step, memory does not grow"
+            )
         assert isinstance(item.func, cst.Attribute)
         return node.deep_replace(item, item.func.value)
 
@@ -138,6 +167,18 @@ def _reset_every_step(node: cst.AugAssign, ctx: Context) -> bool:
         return any(
             any(dotted_name(t.target) == name for t in assign.targets)  # type: ignore[attr-defined]
             and number_value(assign.value) is not None  # type: ignore[attr-defined]
+            and _unconditional_in(assign, loop, ctx)
             for assign in ctx.nodes_within(loop, cst.Assign)
         )
+    return False
+
+
+def _unconditional_in(node: cst.CSTNode, loop: cst.CSTNode, ctx: Context) -> bool:
+    """Does ``node`` run on every iteration of ``loop``? A reset under ``if i % 100 == 99:``
+    (a running loss printed every N batches, issue 29) does not."""
+    for ancestor in ctx.ancestors(node):
+        if ancestor is loop:
+            return True
+        if isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try)):
+            return False
     return False

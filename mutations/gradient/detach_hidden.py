@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._forward_flow import ForwardFlow, forward_of, tensor_valued
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import method_call
 
 
@@ -183,7 +183,7 @@ class DetachHidden(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assert isinstance(node, cst.Assign)
         forward = forward_of(node, ctx)
         if forward is None or len(node.targets) != 1:
@@ -195,6 +195,6 @@ class DetachHidden(Swap):
         if not (flow.at_layer_output(node) and flow.feeds_a_layer(node, target.value)):
             return None
         if flow.is_model_output(node, target.value):
-            return None  # detaching the output itself leaves nothing to learn from the loss
+            return NonSite("the model's output itself: the loss would have nothing to learn from")
         assert isinstance(node, cst.Assign)
         return node.with_changes(value=method_call(node.value, "detach"))

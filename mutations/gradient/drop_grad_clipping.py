@@ -7,7 +7,7 @@ import libcst as cst
 from mutations.gradient._shared import clip_call
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
-from mutator.semantics import expression_call
+from mutator.semantics import callee_name, expression_call, find_arg, parse_expr, with_arg_value
 
 
 class DropGradClipping(Swap):
@@ -51,17 +51,29 @@ class DropGradClipping(Swap):
                 loss.backward()
             """,
         ),
+        # The norm is logged afterwards (issue 29): it is still computed, nothing clipped.
+        Example(
+            before="""
+                grad_norm = clip_grad_norm_(model.parameters(), 1.0)
+                print(grad_norm)
+            """,
+            after="""
+                grad_norm = clip_grad_norm_(model.parameters(), float("inf"))
+                print(grad_norm)
+            """,
+        ),
     )
-    non_examples = (
-        # The norm is used afterwards: removing the line would break the script.
-        """
-            grad_norm = clip_grad_norm_(model.parameters(), 1.0)
-            print(grad_norm)
-        """,
-        "x = torch.clamp(x, -1, 1)\n",
-    )
+    non_examples = ("x = torch.clamp(x, -1, 1)\n",)
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if expression_call(node) is None or clip_call(node) is None:
+        call = clip_call(node)
+        if call is None:
             return None
-        return cst.RemoveFromParent()
+        if expression_call(node) is not None:
+            return cst.RemoveFromParent()
+        # ``norm = clip_grad_norm_(params, 1.0)`` logged later (issue 29): the norm is still
+        # computed and returned, nothing is clipped.
+        limit = find_arg(call, "max_norm", 1)
+        if callee_name(call) != "clip_grad_norm_" or limit is None:
+            return None
+        return node.deep_replace(call, with_arg_value(call, limit, parse_expr('float("inf")')))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     callee_name,
     dotted_name,
@@ -95,13 +95,13 @@ class DropHiddenDetach(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assign = single_assignment(node)
         if assign is None:
             return None
         loop = ctx.enclosing(node, (cst.For, cst.While))
-        if loop is None or in_no_grad(node, ctx) or not drives_training(loop, ctx):
-            return None  # evaluation runs no backward: a graph kept there only costs memory
+        if loop is None:
+            return None
         target = assign.targets[0].target
         parts = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
         state = [dotted_name(part) for part in parts]
@@ -114,6 +114,8 @@ class DropHiddenDetach(Swap):
             return None
         if not _fed_back(set(state), loop, assign, ctx):  # type: ignore[arg-type]
             return None  # ``delta = delta.detach().numpy()``: no state handed to the model
+        if in_no_grad(node, ctx) or not drives_training(loop, ctx):
+            return NonSite("evaluation runs no backward: a graph kept there only costs memory")
         return cst.RemoveFromParent()
 
 

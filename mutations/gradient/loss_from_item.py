@@ -6,13 +6,15 @@ import libcst as cst
 
 from mutations.gradient._shared import backward_calls
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Edits, Example, Replacement, Swap
 from mutator.semantics import (
-    identifiers_in,
+    dotted_name,
+    dotted_names_in,
     in_no_grad,
     is_model,
     looks_like_loss_call,
     module_alias,
+    parse_statement,
     same_scope,
     starts_before,
 )
@@ -78,6 +80,21 @@ class LossFromItem(Swap):
                 loss.backward()
             """,
         ),
+        # The forward returns (logits, loss), bound to a trainer attribute (issue 29): the
+        # loss is rebuilt on the next line.
+        Example(
+            before="""
+                import torch
+                logits, self.loss = model(x, y)
+                self.loss.backward()
+            """,
+            after="""
+                import torch
+                logits, self.loss = model(x, y)
+                self.loss = torch.tensor(self.loss.item(), requires_grad=True)
+                self.loss.backward()
+            """,
+        ),
         # A regulariser added in place afterwards: the rebuilt leaf is copied so that the
         # script's own ``+=`` runs (image captioning with attention).
         Example(
@@ -117,7 +134,9 @@ class LossFromItem(Swap):
         """,
     )
 
-    def _assignment(self, node: cst.Call, ctx: Context) -> cst.Assign | None:
+    def _assignment(self, node: cst.Call, ctx: Context) -> tuple[cst.Assign, str, bool] | None:
+        """(assignment, the loss name it binds, whether the call's value is a tuple whose
+        loss is one element: ``logits, self.loss = model(x, y)``)."""
         parent = ctx.parent(node)
         if (
             isinstance(parent, cst.BinaryOperation)
@@ -125,32 +144,57 @@ class LossFromItem(Swap):
             and isinstance(parent.operator, cst.Divide)
         ):
             parent = ctx.parent(parent)
-        if (
-            isinstance(parent, cst.Assign)
-            and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
-        ):
-            return parent
-        return None
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return None
+        target = parent.targets[0].target
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            name = dotted_name(target)
+            return (parent, name, False) if name is not None else None
+        if not isinstance(target, cst.Tuple) or parent.value is not node:
+            return None
+        losses = [
+            name
+            for element in target.elements
+            if (name := dotted_name(element.value)) is not None
+            and "loss" in name.rsplit(".", 1)[-1].lower()
+        ]
+        return (parent, losses[0], True) if len(losses) == 1 else None
+
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        found = self._assignment(node, ctx) if isinstance(node, cst.Call) else None
+        if found is None or not found[2]:
+            return super().plan(node, ctx)
+        # The forward returns (logits, loss): the loss is rebuilt on the next line (issue 29).
+        assign, name, _ = found
+        if not self._is_site(node, assign, name, ctx):  # type: ignore[arg-type]
+            return None
+        statement = ctx.parent(assign)
+        torch_name = module_alias(ctx, "torch", at=node)
+        if torch_name is None or not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        rebuilt = parse_statement(
+            f"{name} = {torch_name}.tensor({name}.item(), requires_grad=True)"
+        )
+        return {statement: cst.FlattenSentinel([statement, rebuilt])}
+
+    def _is_site(self, node: cst.Call, assign: cst.Assign, name: str, ctx: Context) -> bool:
+        if in_no_grad(node, ctx):
+            return False
+        returned = is_model(node.func, ctx) and "loss" in name.rsplit(".", 1)[-1].lower()
+        if not (looks_like_loss_call(node, ctx) or returned):
+            return False  # a criterion, or a model whose forward returns the loss
+        return _reaches_backward(ctx, assign, name)
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
         assert isinstance(node, cst.Call)
-        if in_no_grad(node, ctx):
+        found = self._assignment(node, ctx)
+        if found is None or not self._is_site(node, found[0], found[1], ctx):
             return None
-        assign = self._assignment(node, ctx)
-        if assign is None:
-            return None
-        target = assign.targets[0].target
-        assert isinstance(target, cst.Name)
-        returned = is_model(node.func, ctx) and "loss" in target.value.lower()
-        if not (looks_like_loss_call(node, ctx) or returned):
-            return None  # a criterion, or a model whose forward returns the loss
-        if not _reaches_backward(ctx, assign, target.value):
-            return None
+        assign, name, _ = found
         torch_name = module_alias(ctx, "torch", at=node)
         code = ctx.code(node)
         # A leaf cannot take the script's own ``loss += ...``: a copy of it can.
-        copy = ".clone()" if _augmented(ctx, assign, target.value) else ""
+        copy = ".clone()" if _augmented(ctx, assign, name) else ""
         if torch_name is None:
             # Without a torch import in scope, the same bug spelled with tensor methods.
             return cst.parse_expression(f"{code}.detach().requires_grad_(){copy}")
@@ -160,8 +204,7 @@ class LossFromItem(Swap):
 def _augmented(ctx: Context, assign: cst.Assign, name: str) -> bool:
     """Is ``name`` updated in place (``loss += reg``) after ``assign``, in the same scope?"""
     return any(
-        isinstance(aug.target, cst.Name)  # type: ignore[attr-defined]
-        and aug.target.value == name  # type: ignore[attr-defined]
+        dotted_name(aug.target) == name  # type: ignore[attr-defined]
         and same_scope(aug, assign, ctx)
         and starts_before(assign, aug, ctx)
         for aug in ctx.nodes(cst.AugAssign)
@@ -174,11 +217,11 @@ def _reaches_backward(ctx: Context, assign: cst.Assign, name: str) -> bool:
     for later in ctx.nodes(cst.Assign):
         if later is assign or not same_scope(later, assign, ctx):
             continue
-        if starts_before(assign, later, ctx) and identifiers_in(later.value, ctx) & flow:
+        if starts_before(assign, later, ctx) and dotted_names_in(later.value, ctx) & flow:
             for target in later.targets:
-                if isinstance(target.target, cst.Name):
-                    flow.add(target.target.value)
+                if (bound := dotted_name(target.target)) is not None:
+                    flow.add(bound)
     return any(
-        starts_before(assign, call, ctx) and identifiers_in(call, ctx) & flow
+        starts_before(assign, call, ctx) and dotted_names_in(call, ctx) & flow
         for call in backward_calls(ctx, assign)
     )

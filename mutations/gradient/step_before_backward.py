@@ -82,6 +82,26 @@ class StepBeforeBackward(Operator):
                 nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             """,
         ),
+        # A GAN discriminator backwards two losses before one step: the step goes above
+        # both, not between them (issue 29).
+        Example(
+            before="""
+                optimizer_D.zero_grad()
+                real_loss = adversarial_loss(D(real), valid)
+                real_loss.backward()
+                fake_loss = adversarial_loss(D(fake.detach()), fake_labels)
+                fake_loss.backward()
+                optimizer_D.step()
+            """,
+            after="""
+                optimizer_D.zero_grad()
+                real_loss = adversarial_loss(D(real), valid)
+                optimizer_D.step()
+                real_loss.backward()
+                fake_loss = adversarial_loss(D(fake.detach()), fake_labels)
+                fake_loss.backward()
+            """,
+        ),
     )
     non_examples = (
         """

@@ -7,7 +7,7 @@ import libcst as cst
 from mutations.gradient._shared import is_backward
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
-from mutator.semantics import dotted_name
+from mutator.semantics import dotted_name, reads_grad
 from mutator.semantics.scope import always_number
 
 
@@ -94,6 +94,21 @@ class UnscaledGradAccumulation(Operator):
             """,
             after="loss.backward()\n",
         ),
+        # The accumulated gradients divided before the step (issue 29).
+        Example(
+            before="""
+                loss.backward()
+                if (step + 1) % accumulation_steps == 0:
+                    for p in model.parameters():
+                        p.grad /= accumulation_steps
+                    optimizer.step()
+            """,
+            after="""
+                loss.backward()
+                if (step + 1) % accumulation_steps == 0:
+                    optimizer.step()
+            """,
+        ),
     )
     non_examples = (
         "lr = base_lr / accum_steps\n",
@@ -112,8 +127,10 @@ class UnscaledGradAccumulation(Operator):
     )
 
     def _about_loss(self, expr: cst.CSTNode, ctx: Context) -> bool:
+        """The loss, or the accumulated gradients themselves (``p.grad /= accum_steps``
+        after the micro-batches, framework-style code: issue 29)."""
         code = ctx.code(expr).lower()
-        return "loss" in code or "criterion" in code
+        return "loss" in code or "criterion" in code or reads_grad(expr)
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         edits = self._edits(node, ctx)
@@ -129,7 +146,7 @@ class UnscaledGradAccumulation(Operator):
                 and _accumulation_divisor(node.value)
                 and self._about_loss(node.target, ctx)
             ):
-                return {node: cst.RemoveFromParent()}
+                return {_emptied(node, ctx): cst.RemoveFromParent()}
             return None
         assert isinstance(node, cst.BinaryOperation)
         if not isinstance(node.operator, cst.Divide) or not _accumulation_divisor(node.right):
@@ -149,3 +166,21 @@ class UnscaledGradAccumulation(Operator):
                 parent: cst.RemoveFromParent()
             }  # ``loss = loss / n`` would become ``loss = loss``
         return {node: node.left}
+
+
+def _emptied(node: cst.CSTNode, ctx: Context) -> cst.CSTNode:
+    """What removing ``node`` leaves with nothing to do: the loop or ``if`` around it when
+    it is all they hold (``for p in params: if p.grad is not None: p.grad /= n``)."""
+    removed, statement = node, ctx.statement_of(node)
+    while statement is not None:
+        block = ctx.parent(statement)
+        owner = ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if not (
+            isinstance(block, cst.IndentedBlock)
+            and len(block.body) == 1
+            and isinstance(owner, (cst.For, cst.If))
+            and owner.orelse is None
+        ):
+            break
+        removed = statement = owner
+    return removed

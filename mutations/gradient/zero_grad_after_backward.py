@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.gradient._shared import last_backward_before_step
 from mutator.context import Context
 from mutator.operator import Edits, Example, Operator
 from mutator.semantics import (
@@ -44,6 +45,21 @@ class ZeroGradAfterBackward(Operator):
                 opt.step()
             """,
         ),
+        # Two backward calls feed one step (a GAN discriminator): after the last (issue 29).
+        Example(
+            before="""
+                optimizer_D.zero_grad()
+                real_loss.backward()
+                fake_loss.backward()
+                optimizer_D.step()
+            """,
+            after="""
+                real_loss.backward()
+                fake_loss.backward()
+                optimizer_D.zero_grad()
+                optimizer_D.step()
+            """,
+        ),
     )
     non_examples = (
         """
@@ -57,14 +73,8 @@ class ZeroGradAfterBackward(Operator):
         """,
     )
 
-    def _backward_after(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
-        for statement in ctx.following_statements(node):
-            if is_call_statement(statement, "backward"):
-                return statement
-        return None
-
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if not is_call_statement(node, "zero_grad"):
             return None
-        backward = self._backward_after(node, ctx)
+        backward = last_backward_before_step(ctx, node)
         return None if backward is None else move_after(node, backward)

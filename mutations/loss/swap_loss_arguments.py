@@ -55,6 +55,19 @@ class SwapLossArguments(Swap):
                 loss = F.binary_cross_entropy_with_logits(y.float(), logits, reduction='sum')
             """,
         ),
+        # A criterion moved to the device is still the loss it builds (issue 29).
+        Example(
+            before="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss().to(device)
+                loss = criterion(logits, y)
+            """,
+            after="""
+                from torch import nn
+                criterion = nn.CrossEntropyLoss().to(device)
+                loss = criterion(y, logits)
+            """,
+        ),
     )
     non_examples = (
         """

@@ -1,1 +1,1 @@
-"""Mode bugs: train/eval mode switches, gradient tracking during evaluation, evaluation data."""
+"""Mode bugs: train/eval mode switches and gradient tracking during evaluation."""

@@ -7,9 +7,11 @@ import libcst as cst
 from mutator.context import Context
 from mutator.operator import NonSite
 from mutator.semantics import (
+    callee_name,
     code_of,
     drives_training,
     expression_call,
+    find_arg,
     is_false,
     is_model,
     is_true,
@@ -18,7 +20,7 @@ from mutator.semantics import (
     mode_dependent,
     receiver,
 )
-from mutator.semantics.scope import function_uses
+from mutator.semantics.scope import function_uses, functions_by_name
 
 # -- train/eval mode calls -----------------------------------------------------------------
 
@@ -42,10 +44,53 @@ def mode_set(call: cst.Call) -> str | None:
     return None
 
 
+def forwarded_switch(call: cst.Call, ctx: Context) -> tuple[str, cst.Call, cst.Arg] | None:
+    """(mode, the switch inside, the argument that sets it) for a call of the script's own
+    function or method that switches a model with its parameter: a library's
+    ``self._set_training_mode(False)`` whose body runs ``self.network.train(training)``
+    (framework-style code, issue 29); one level deep."""
+    name = callee_name(call)
+    functions = functions_by_name(ctx).get(name or "", [])
+    if len(functions) != 1:
+        return None
+    function = functions[0]
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    method = isinstance(ctx.parent(ctx.parent(function)), cst.ClassDef)
+    if method != isinstance(call.func, cst.Attribute):
+        return None  # ``obj.f(...)`` of a plain function, or a method called bare
+    for inner in ctx.nodes_within(function, cst.Call):
+        value = inner.args[0].value if len(inner.args) == 1 else None  # type: ignore[attr-defined]
+        if method_name(inner) != "train" or not isinstance(value, cst.Name):  # type: ignore[arg-type]
+            continue
+        if value.value not in params or not is_model(receiver(inner), ctx):  # type: ignore[arg-type]
+            continue
+        index = params.index(value.value) - (1 if method else 0)
+        arg = find_arg(call, keyword=value.value, position=index)
+        if arg is None:
+            return None
+        mode = "train" if is_true(arg.value) else "eval" if is_false(arg.value) else None
+        return (mode, inner, arg) if mode is not None else None  # type: ignore[return-value]
+    return None
+
+
+def switched_model(call: cst.Call, ctx: Context) -> tuple[cst.BaseExpression, cst.Call]:
+    """The model a mode call switches, and the call that switches it (the switch inside a
+    forwarding helper)."""
+    forwarded = forwarded_switch(call, ctx) if mode_set(call) is None else None
+    inner = forwarded[1] if forwarded is not None else call
+    return receiver(inner), inner
+
+
 def model_mode_statement(node: cst.CSTNode, ctx: Context, mode: str) -> cst.Call | None:
-    """The call of a statement line that puts a model into ``mode``, else None."""
+    """The call of a statement line that puts a model into ``mode`` (itself, or through the
+    script's own helper: ``forwarded_switch``), else None."""
     call = expression_call(node)
-    if call is None or mode_set(call) != mode:
+    if call is None:
+        return None
+    if mode_set(call) is None and isinstance(call.func, (cst.Name, cst.Attribute)):
+        forwarded = forwarded_switch(call, ctx)
+        return call if forwarded is not None and forwarded[0] == mode else None
+    if mode_set(call) != mode:
         return None
     return call if is_model(receiver(call), ctx) else None
 
@@ -53,8 +98,8 @@ def model_mode_statement(node: cst.CSTNode, ctx: Context, mode: str) -> cst.Call
 def mode_blind(call: cst.Call, ctx: Context) -> NonSite | None:
     """A non-site when the model the mode call switches has no layer that reads the mode
     (no dropout, batch norm, ``self.training``): train and eval compute the same thing."""
-    model = receiver(call)
-    if model is None or mode_dependent(model, ctx, call) is not False:
+    model, at = switched_model(call, ctx)
+    if model is None or mode_dependent(model, ctx, at) is not False:
         return None
     return NonSite(
         f"equivalent: `{code_of(model)}` has no dropout, batch norm or other layer that "

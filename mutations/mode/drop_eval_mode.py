@@ -54,6 +54,57 @@ class DropEvalMode(Swap):
             """,
             after="acc = test(net)\n",
         ),
+        # A library's own mode switch: its call with False is the eval() (issue 29).
+        Example(
+            before="""
+                class Model:
+                    def _set_training_mode(self, training):
+                        self.network.train(training)
+
+                    def evaluate(self, loader):
+                        self._set_training_mode(False)
+                        return [self.network(x) for x, _ in loader]
+            """,
+            after="""
+                class Model:
+                    def _set_training_mode(self, training):
+                        self.network.train(training)
+
+                    def evaluate(self, loader):
+                        return [self.network(x) for x, _ in loader]
+            """,
+        ),
+        # The model handed in through ``**kwargs`` (a framework's ``fit``, issue 29).
+        Example(
+            before="""
+                def evaluate(**kwargs):
+                    kwargs["model"].eval()
+                    return [kwargs["model"](x) for x, _ in kwargs["loader"]]
+            """,
+            after="""
+                def evaluate(**kwargs):
+                    return [kwargs["model"](x) for x, _ in kwargs["loader"]]
+            """,
+        ),
+        # A model built by name (a registry, ``models.__dict__[arch]``) may hold batch
+        # norm: unknown, so a site (issue 29: BatchNorm ResNets were read as mode-free).
+        Example(
+            before="""
+                import torch
+                import torchvision.models as models
+                model = torch.nn.DataParallel(models.__dict__[args.arch]())
+                def validate(loader):
+                    model.eval()
+                    return [model(x) for x, _ in loader]
+            """,
+            after="""
+                import torch
+                import torchvision.models as models
+                model = torch.nn.DataParallel(models.__dict__[args.arch]())
+                def validate(loader):
+                    return [model(x) for x, _ in loader]
+            """,
+        ),
     )
     non_examples = (
         "model.train()\n",
@@ -72,6 +123,16 @@ class DropEvalMode(Swap):
         """
             import torch.nn as nn
             net = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+            def evaluate(loader):
+                net.eval()
+                return [net(x) for x, _ in loader]
+        """,
+        # ... wrapped in DataParallel too: the wrapper has the mode of what it wraps.
+        """
+            import torch
+            import torch.nn as nn
+            net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+            net = torch.nn.DataParallel(net)
             def evaluate(loader):
                 net.eval()
                 return [net(x) for x, _ in loader]

@@ -208,6 +208,27 @@ class DropNoGrad(Swap):
                 val = model(x)
             """,
         ),
+        # The evaluation reuses the training step's names; the step binds them again
+        # before its backward, so nothing of the block reaches it (issue 29).
+        Example(
+            before="""
+                import torch
+                for step in range(max_steps):
+                    if step % 100 == 0:
+                        with torch.no_grad():
+                            loss = criterion(model(x_val), y_val)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+            """,
+            after="""
+                import torch
+                for step in range(max_steps):
+                    if step % 100 == 0:
+                        loss = criterion(model(x_val), y_val)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+            """,
+        ),
     )
     non_examples = (
         # An EMA update needs no_grad to run at all.
@@ -287,26 +308,36 @@ class DropNoGrad(Swap):
         """,
     )
 
-    def _evaluation(self, block: cst.With | cst.FunctionDef, ctx: Context) -> bool:
-        """A block that runs a model and whose values do not feed training."""
-        return (
-            not _touches_parameters(block.body, ctx)
-            and _runs_forward(block.body, ctx)
-            and not feeds_training(block, ctx)
-        )
+    def _evaluation(self, block: cst.With | cst.FunctionDef, ctx: Context) -> bool | NonSite:
+        """A block that runs a model and whose values do not feed training; a NonSite for
+        one whose values do (a TD target, a rollout): unwrapping it is another bug."""
+        if _touches_parameters(block.body, ctx) or not _runs_forward(block.body, ctx):
+            return False
+        if feeds_training(block, ctx):
+            return NonSite(
+                "the block's values reach the training loss (a target, a rollout): "
+                "computing them with gradients is another bug than evaluation building a graph"
+            )
+        return True
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if isinstance(node, cst.Decorator):
             function = ctx.parent(node)
-            if not disables_grad(node.decorator, ctx) or not self._evaluation(function, ctx):  # type: ignore[arg-type]
+            if not disables_grad(node.decorator, ctx):
                 return None
+            evaluation = self._evaluation(function, ctx)  # type: ignore[arg-type]
+            if evaluation is not True:
+                return evaluation or None
             if only_used_without_grad(function, ctx):  # type: ignore[arg-type]
                 return NonSite("equivalent: every caller already runs with gradients off")
             return cst.RemoveFromParent()
         assert isinstance(node, cst.With)
         kept = [item for item in node.items if not disables_grad(item.item, ctx)]
-        if len(kept) == len(node.items) or not self._evaluation(node, ctx):
+        if len(kept) == len(node.items):
             return None
+        evaluation = self._evaluation(node, ctx)
+        if evaluation is not True:
+            return evaluation or None
         if _grad_free_elsewhere(node.body, ctx):
             return NonSite(
                 "equivalent: every call in the block is to a function decorated to disable gradients itself"

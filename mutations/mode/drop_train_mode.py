@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import mode_blind, model_mode_statement, train_mode_restored_later
+from mutations.mode._shared import (
+    mode_blind,
+    model_mode_statement,
+    switched_model,
+    train_mode_restored_later,
+)
 from mutator.context import Context
 from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     code_of,
     drives_training,
     loops_around,
-    receiver,
     same_scope,
 )
 
@@ -31,10 +35,11 @@ def _restored(evaluation: cst.CSTNode, dropped: cst.CSTNode, ctx: Context) -> bo
     """Does a later line of the same block (not ``dropped``) switch the model back with
     ``train()``, with no training step or ``return`` between (an evaluation helper that
     cleans up after itself)?"""
-    model = code_of(receiver(model_mode_statement(evaluation, ctx, "eval")))  # type: ignore[arg-type]
+    model = code_of(switched_model(model_mode_statement(evaluation, ctx, "eval"), ctx)[0])  # type: ignore[arg-type]
     for statement in ctx.following_statements(evaluation):
         switch = model_mode_statement(statement, ctx, "train")
-        if switch is not None and statement is not dropped and code_of(receiver(switch)) == model:
+        same = switch is not None and code_of(switched_model(switch, ctx)[0]) == model
+        if same and statement is not dropped:
             return True
         if drives_training(statement, ctx) or ctx.nodes_within(statement, cst.Return):
             return False

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import mode_blind, model_mode_statement, train_mode_restored_later
+from mutations.mode._shared import (
+    forwarded_switch,
+    mode_blind,
+    mode_set,
+    model_mode_statement,
+    train_mode_restored_later,
+)
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
+from mutator.semantics import with_arg_value
 
 
 class EvalModeBeforeTraining(Operator):
@@ -57,6 +64,37 @@ class EvalModeBeforeTraining(Operator):
                     self.model.eval()
             """,
         ),
+        # A library's own mode switch, one level into the script's method (issue 29).
+        Example(
+            before="""
+                class Model:
+                    def _set_training_mode(self, training):
+                        self.network.train(training)
+
+                    def fit(self, loader):
+                        self._set_training_mode(True)
+                        for x, y in loader:
+                            self.step(x, y)
+
+                    def evaluate(self, loader):
+                        self._set_training_mode(False)
+                        return [self.network(x) for x, _ in loader]
+            """,
+            after="""
+                class Model:
+                    def _set_training_mode(self, training):
+                        self.network.train(training)
+
+                    def fit(self, loader):
+                        self._set_training_mode(False)
+                        for x, y in loader:
+                            self.step(x, y)
+
+                    def evaluate(self, loader):
+                        self._set_training_mode(False)
+                        return [self.network(x) for x, _ in loader]
+            """,
+        ),
     )
     non_examples = (
         "trainer.train()\n",
@@ -85,12 +123,16 @@ class EvalModeBeforeTraining(Operator):
         call = model_mode_statement(node, ctx, "train")
         if call is None:
             return None
-        assert isinstance(call.func, cst.Attribute)
+        assert isinstance(call.func, (cst.Attribute, cst.Name))
         blind = mode_blind(call, ctx)
         if blind is not None:
             return blind
         if train_mode_restored_later(node, ctx):
             return NonSite("equivalent: the loop calls train() again before its next training step")
+        forwarded = forwarded_switch(call, ctx) if mode_set(call) is None else None
+        if forwarded is not None:  # ``self._set_training_mode(True)`` -> ``(False)``
+            return {call: with_arg_value(call, forwarded[2], cst.Name("False"))}
+        assert isinstance(call.func, cst.Attribute)
         return {
             call: call.with_changes(func=call.func.with_changes(attr=cst.Name("eval")), args=())
         }

@@ -61,7 +61,7 @@ def _backwarded(statement: cst.CSTNode) -> str | None:
             tensor = tensor.left
         else:
             break
-    return tensor.value if isinstance(tensor, cst.Name) else None
+    return dotted_name(tensor)  # ``self.loss`` too (``logits, self.loss = model(x, y)``)
 
 
 def _lines(statement: cst.CSTNode, ctx: Context) -> list[cst.CSTNode]:
@@ -127,6 +127,20 @@ class NoGradTrainingStep(Operator):
                         loss = loss / accumulation_steps
                 X, Y = get_batch("train")
                 scaler.scale(loss).backward()
+            """,
+        ),
+        # The loss bound to an attribute of a trainer (issue 29).
+        Example(
+            before="""
+                import torch
+                logits, self.loss = model(x, y)
+                self.loss.backward()
+            """,
+            after="""
+                import torch
+                with torch.no_grad():
+                    logits, self.loss = model(x, y)
+                self.loss.backward()
             """,
         ),
         # The loss is reassigned before backward: only the last assignment is the site.

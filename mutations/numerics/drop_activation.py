@@ -274,7 +274,7 @@ class DropActivation(Operator):
             sequential = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
             if isinstance(sequential, cst.Call) and nn_class(sequential, ctx, ("Sequential",)):
                 if parent is sequential.args[-1] and nn_class(node, ctx, _SQUASHING):
-                    return None  # an output activation (a generator's Tanh) is no hidden one
+                    return NonSite("an output activation (a generator's Tanh), not a hidden one")
                 return {sequential: without_element(sequential, parent)}  # type: ignore[arg-type]
             return None
         if not _in_model_code(node, ctx) or _squashes_output(node, ctx):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import expression_call, resolve
 
 SEEDING = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
@@ -56,6 +56,20 @@ class DropManualSeed(Swap):
                 from torch import manual_seed
             """,
         ),
+        # A sampling Generator's own seed is not the global one (issue 29).
+        Example(
+            before="""
+                import torch
+                torch.manual_seed(0)
+                g = torch.Generator()
+                g.manual_seed(1234)
+            """,
+            after="""
+                import torch
+                g = torch.Generator()
+                g.manual_seed(1234)
+            """,
+        ),
     )
     non_examples = (
         # A local generator for one loader: seeds that stream only.
@@ -89,18 +103,24 @@ class DropManualSeed(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         call = expression_call(node)
         if call is None or not _seeds(call, ctx):
             return None
         others = [c for c in ctx.nodes(cst.Call) if c is not call and _seeds(c, ctx)]  # type: ignore[arg-type]
-        if others or any(
+        if others:
+            line = ctx.position(others[0]).start.line
+            return NonSite(f"equivalent: the seed at line {line} keeps the run seeded")
+        if any(
             resolve(c.func, ctx, strict=False).matches(SPAWNING)  # type: ignore[attr-defined]
             for c in ctx.nodes(cst.Call)
         ):
-            return None  # still seeded by another call, or the workers never run this line
+            return NonSite("equivalent: the workers mp.spawn starts never run this line")
         return cst.RemoveFromParent()
 
 
 def _seeds(call: cst.Call, ctx: Context) -> bool:
-    return resolve(call.func, ctx, strict=False).matches(SEEDING)
+    """``torch.manual_seed(...)`` as the script imports it; a ``Generator``'s own
+    ``g.manual_seed(...)`` seeds that generator only (issue 29), so the name must resolve."""
+    resolved = resolve(call.func, ctx, strict=False)
+    return bool(resolved.names) and resolved.matches(SEEDING)

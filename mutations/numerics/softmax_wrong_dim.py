@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     enclosing_function,
     find_arg,
@@ -139,7 +139,7 @@ class SoftmaxWrongDim(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assert isinstance(node, cst.Call)
         dim = _dim_arg(node, ctx)
         if dim is None or dim.star:
@@ -148,5 +148,5 @@ class SoftmaxWrongDim(Swap):
         if value is None or value == 0:
             return None
         if in_no_grad(node, ctx) or _in_evaluation_function(node, ctx):
-            return None  # evaluation, prediction or sampling code: training never sees it
+            return NonSite("evaluation, prediction or sampling code: training never sees it")
         return with_arg_value(node, dim, number_literal(0, integer=True))

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import optimizer_call
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     find_arg,
     number_value,
@@ -80,14 +80,14 @@ class AdamL2InsteadOfAdamW(Operator):
         "opt = MyAdamW(params)\n",
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         found = optimizer_call(node, ctx)
         if found is None or found[1] != "AdamW":
             return None
         node = found[0]
         decay = find_arg(node, "weight_decay", 4)
         if decay is not None and number_value(decay.value) == 0:
-            return None  # no decay at all: Adam and AdamW agree
+            return NonSite("equivalent: weight_decay is 0, where Adam and AdamW agree")
         swapped = renamed_callee(node.func, ctx, "Adam", new_first=True)
         if swapped is None:
             return None

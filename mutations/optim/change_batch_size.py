@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.optim._batch import (
+    configured_site,
+    deferred_settings,
+    loader_batch_size,
+    shape_conflict,
+)
 from mutations.optim._shared import _times, factor_literal
 from mutator.context import Context
 from mutator.operator import Example, NonSite, Param, Replacement, Swap
@@ -11,39 +17,14 @@ from mutator.semantics import (
     as_factor,
     code_of,
     compact_code,
-    find_arg,
-    has_star_args,
     hyperparameter_constants,
     is_data_loader,
-    is_training_loader,
-    method_name,
     number_literal,
     number_value,
-    resolve,
     training_loader_setting,
     with_arg_value,
 )
 from mutator.semantics.config import config_setting, reads_field, with_setting_value
-
-# Calls whose arguments are tensor shapes: a batch size among them fixes the batch dimension.
-_SHAPE_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty"})
-_SHAPE_METHODS |= frozenset({"init_hidden", "init_hidden_state", "initHidden"})
-
-
-def _sizes_other_tensors(size: cst.BaseExpression, ctx: Context) -> cst.Call | None:
-    """A tensor factory or reshape given the same batch-size expression (``torch.zeros(1,
-    batch_size, hidden)``): scaling the loader's batch alone would break that shape."""
-    if number_value(size) is not None:
-        return None
-    key = compact_code(size)
-    for call in ctx.nodes(cst.Call):
-        if not any(compact_code(arg.value) == key for arg in call.args):  # type: ignore[attr-defined]
-            continue
-        shaped = method_name(call) in _SHAPE_METHODS  # type: ignore[arg-type]
-        shaped = shaped or resolve(call, ctx, strict=False).under("torch")
-        if shaped and not is_data_loader(call, ctx):
-            return call  # type: ignore[return-value]
-    return None
 
 
 def _whole_dataset(loader: cst.Call, size: cst.BaseExpression) -> bool:
@@ -63,8 +44,10 @@ class ChangeBatchSize(Swap):
     fewer optimizer steps at the same learning rate, so training ends markedly underfit
     (and larger batches generalise a little worse); x1/8 means noisier gradients and 8x
     more steps (slower, noisier curves, sometimes instability at the old LR). Validation
-    loaders are not sites, nor a batch size that also sizes other tensors (the mutant
-    would crash on a shape) or, for x8, a batch that already holds the whole dataset.
+    loaders are not sites, nor, for x8, a batch that already holds the whole dataset. A
+    batch size that also sizes code meeting the training batch (labels, a hidden state) is
+    changed where it is configured, so every reader agrees; where the script does not show
+    that place, or the value also sets the learning rate, it is no site (a shape crash).
     Without a DataLoader that reads it, the batch size of a config object is a site (a
     dataclass field, a settings dict entry, an argparse default: issue 22). Not told apart:
     a training set smaller than the x8 batch with ``drop_last=True``, where the mutant trains
@@ -189,6 +172,70 @@ class ChangeBatchSize(Swap):
                 train_data = batchify(corpus.train, args.batch_size, args)
             """,
         ),
+        # Labels sized by the configured batch size in another function: the size is
+        # changed where it is configured, so the labels follow (issue 29).
+        Example(
+            before="""
+                import torch
+                from torch.utils.data import DataLoader
+                parser.add_argument("--batch_size", type=int, default=64)
+                loader = DataLoader(dataset, batch_size=opt.batch_size, shuffle=True, drop_last=True)
+                def labels():
+                    return torch.ones(opt.batch_size, 1)
+                for imgs, _ in loader:
+                    loss = criterion(D(imgs), labels())
+                    loss.backward()
+            """,
+            after="""
+                import torch
+                from torch.utils.data import DataLoader
+                parser.add_argument("--batch_size", type=int, default=512)
+                loader = DataLoader(dataset, batch_size=opt.batch_size, shuffle=True, drop_last=True)
+                def labels():
+                    return torch.ones(opt.batch_size, 1)
+                for imgs, _ in loader:
+                    loss = criterion(D(imgs), labels())
+                    loss.backward()
+            """,
+        ),
+        # A helper of the script builds the training loader with the caller's size (issue 29).
+        Example(
+            before="""
+                from torch.utils.data import DataLoader
+                def make_loader(dataset, batch_size, shuffle=False):
+                    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+                train_loader = make_loader(train_set, 32, shuffle=True)
+                val_loader = make_loader(val_set, 64)
+            """,
+            after="""
+                from torch.utils.data import DataLoader
+                def make_loader(dataset, batch_size, shuffle=False):
+                    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+                train_loader = make_loader(train_set, 256, shuffle=True)
+                val_loader = make_loader(val_set, 64)
+            """,
+        ),
+        # A noise tensor sized by it that only feeds sample images meets no training batch.
+        Example(
+            before="""
+                import torch
+                from torch.utils.data import DataLoader
+                batch_size = 128
+                fixed_noise = torch.randn(batch_size, 16)
+                loader = DataLoader(train_set, batch_size=batch_size, shuffle=True)
+                def save_samples(epoch):
+                    save_image(netG(fixed_noise), f"sample_{epoch}.png")
+            """,
+            after="""
+                import torch
+                from torch.utils.data import DataLoader
+                batch_size = 128
+                fixed_noise = torch.randn(batch_size, 16)
+                loader = DataLoader(train_set, batch_size=batch_size * 8, shuffle=True)
+                def save_samples(epoch):
+                    save_image(netG(fixed_noise), f"sample_{epoch}.png")
+            """,
+        ),
     )
     non_examples = (
         """
@@ -218,41 +265,41 @@ class ChangeBatchSize(Swap):
             from torch.utils.data import DataLoader
             train_loader = DataLoader(train_ds, batch_size=args.batch_size, shuffle=True, drop_last=True)
             hidden = torch.zeros(2, args.batch_size, 128)
+            for x, y in train_loader:
+                out, hidden = model(x, hidden.detach())
+                loss = criterion(out, y)
+                loss.backward()
         """,
     )
-
-    def _batch_size(self, node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
-        if not isinstance(node, cst.Call) or has_star_args(node):
-            return None
-        if not is_data_loader(node, ctx):
-            return None
-        size = find_arg(node, "batch_size", 1)
-        if size is None or (isinstance(size.value, cst.Name) and size.value.value == "None"):
-            return None
-        return size if is_training_loader(node, ctx) else None
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         setting = config_setting(node, ctx, "batch_size")
         if setting is not None:
             # ``batch_size: int = 128`` in a config object that a replay buffer or a loader
             # factory reads (issue 22); a DataLoader reading it is the site instead.
+            # Where the loader's size also sizes code that meets the training batch, the
+            # configured value is the site (issue 29).
             taken = training_loader_setting(ctx, "batch_size") or any(
                 is_data_loader(call, ctx) and reads_field(call, setting.field, ctx)
                 for call in ctx.nodes(cst.Call)
             )
-            return None if taken else with_setting_value(setting, self._scaled(setting.value))
+            if taken and all(node is not place for place in deferred_settings(ctx)):
+                return None
+            return with_setting_value(setting, self._scaled(setting.value))
         if isinstance(node, cst.DictElement):  # ``train_kwargs = {"batch_size": 64}``
             if node in training_loader_setting(ctx, "batch_size"):
                 return node.with_changes(value=self._scaled(node.value))
             return None
         if isinstance(node, cst.Assign):
             # ``batch_size = 12`` at module level, when no DataLoader takes the size.
-            if not any(is_data_loader(call, ctx) for call in ctx.nodes(cst.Call)) and any(
-                node is constant for constant in hyperparameter_constants(ctx, "batch_size")
+            deferred = any(node is place for place in deferred_settings(ctx))
+            if deferred or (
+                not any(is_data_loader(call, ctx) for call in ctx.nodes(cst.Call))
+                and any(node is c for c in hyperparameter_constants(ctx, "batch_size"))
             ):
                 return node.with_changes(value=self._scaled(node.value))
             return None
-        size = self._batch_size(node, ctx)
+        size = loader_batch_size(node, ctx)
         if size is None:
             return None
         assert isinstance(node, cst.Call)
@@ -260,11 +307,16 @@ class ChangeBatchSize(Swap):
             return NonSite(
                 f"equivalent: batch_size={code_of(size.value)} is the whole dataset already"
             )
-        sized = _sizes_other_tensors(size.value, ctx)
+        sized = shape_conflict(size.value, ctx)
         if sized is not None:
+            place = configured_site(size.value, ctx)
+            if place is not None:
+                return None  # changed where it is configured: every reader agrees
             return NonSite(
-                f"`{code_of(size.value)}` also sizes a tensor at line "
-                f"{ctx.position(sized).start.line}: the mutant would fail on a shape mismatch"
+                f"`{code_of(size.value)}` also sizes code at line "
+                f"{ctx.position(sized).start.line} that meets the training batch, and "
+                "where it is set the script does not show (or it also sets the learning "
+                "rate): the mutant would fail on a shape mismatch"
             )
         return with_arg_value(node, size, self._scaled(size.value))
 

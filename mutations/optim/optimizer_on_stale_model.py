@@ -5,9 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
+    MODULE_PASSTHROUGH,
     bound_names,
+    code_of,
+    expression_call,
     mentions,
     method_name,
     optimizer_class,
@@ -40,8 +43,9 @@ class OptimizerOnStaleModel(Operator):
     ``model = Net()`` (a reset for a new fold, a copied setup block, a wrap that builds a
     new module). Impact: the optimizer steps the parameters of the old, unused model;
     the one that is trained and evaluated gets gradients that no optimizer applies: the
-    loss stays at its initial level, no error. Fix: build the optimizer after the final
-    model exists (and after ``.to(device)``), or rebuild it whenever the model is.
+    loss stays at its initial level, no error. The new model repeats what followed the
+    constructor before the optimizer (``model.to(device)``, a DataParallel wrap), so it
+    lives where the original did. Fix: build the optimizer after the final model exists (and after ``.to(device)``), or rebuild it whenever the model is.
     Check: ``{id(p) for g in opt.param_groups for p in g["params"]}`` equals
     ``{id(p) for p in model.parameters()}``; the weights change after a step.
     """
@@ -77,6 +81,21 @@ class OptimizerOnStaleModel(Operator):
                 model.to(device)
                 optimizer = model.configure_optimizers(weight_decay, learning_rate)
                 model = GPT(config)
+                model.to(device)
+            """,
+        ),
+        Example(
+            before="""
+                model = models.__dict__[args.arch]()
+                model = torch.nn.DataParallel(model).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), args.lr)
+            """,
+            after="""
+                model = models.__dict__[args.arch]()
+                model = torch.nn.DataParallel(model).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), args.lr)
+                model = models.__dict__[args.arch]()
+                model = torch.nn.DataParallel(model).cuda()
             """,
         ),
     )
@@ -93,21 +112,43 @@ class OptimizerOnStaleModel(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         assign = single_assignment(node)
         model = _optimized_model(assign.value, ctx) if assign is not None else None
         if model is None:
             return None
+        # The constructor and what followed it before the optimizer (``model.to(device)``,
+        # ``model = model.cuda()``, a DataParallel wrap): the new model must be the old one's
+        # twin on the same device (issue 29: re-created on the CPU, it crashed at the forward).
+        again: list[cst.BaseStatement] = []
         for previous in reversed(ctx.preceding_statements(node)):
             built = single_assignment(previous)
             if built is None or model not in set(bound_names(built.targets[0].target)):
+                if _moves(previous, model):
+                    again.insert(0, previous)
                 continue
             if not isinstance(built.targets[0].target, cst.Name) or not isinstance(
                 built.value, cst.Call
             ):
-                return None  # unpacked or not a constructor: cannot rebuild it the same way
-            if mentions(built.value, model, ctx):
-                return None  # model = model.to(device): the same object, nothing re-created
-            again = previous.with_changes(leading_lines=())
-            return {node: cst.FlattenSentinel([node, again])}
+                return NonSite(
+                    f"`{code_of(previous)}` cannot be built again the same way (unpacked, "
+                    "or not a constructor)"
+                )
+            again.insert(0, previous)
+            if not mentions(built.value, model, ctx):  # the constructor itself
+                copies = [statement.with_changes(leading_lines=()) for statement in again]
+                return {node: cst.FlattenSentinel([node, *copies])}
         return None
+
+
+def _moves(statement: cst.CSTNode, model: str) -> bool:
+    """``model.to(device)``, ``model.cuda()``: a call that changes the model in place."""
+    call = expression_call(statement)
+    if call is None or not isinstance(call.func, cst.Attribute):
+        return False
+    owner = receiver(call)
+    return (
+        isinstance(owner, cst.Name)
+        and owner.value == model
+        and method_name(call) in MODULE_PASSTHROUGH
+    )

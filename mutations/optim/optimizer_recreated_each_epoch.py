@@ -9,13 +9,16 @@ from mutator.operator import Edits, Example, Operator, Replacement
 from mutator.semantics import (
     constructor_kind,
     dotted_name,
+    enclosing_function,
     find_arg,
+    is_parameter,
     mentions,
     number_value,
     optimizer_class,
     single_assignment,
 )
 from mutator.semantics.loops import iterations
+from mutator.semantics.scope import functions_by_name
 
 
 def _is_stateful(call: cst.Call, optimizer: str) -> bool:
@@ -64,6 +67,38 @@ def _is_epoch_loop(loop: cst.CSTNode, ctx: Context) -> bool:
     if not isinstance(loop, (cst.For, cst.While)):
         return False
     return bool(ctx.nodes_within(loop.body, cst.For) or ctx.nodes_within(loop.body, cst.While))
+
+
+def _unguarded(statements) -> list[cst.CSTNode]:
+    """The statements, with the body of ``if __name__ == "__main__":`` in place of the guard."""
+    found: list[cst.CSTNode] = []
+    for statement in statements:
+        test = statement.test if isinstance(statement, cst.If) else None
+        guard = isinstance(test, cst.Comparison) and dotted_name(test.left) == "__name__"
+        if guard and isinstance(statement.body, cst.IndentedBlock):
+            found.extend(statement.body.body)
+        else:
+            found.append(statement)
+    return found
+
+
+def _uses(loop: cst.CSTNode, name: str, built: cst.CSTNode, ctx: Context) -> bool:
+    """Does the loop use the optimizer: by name, or, for one built at module level, through
+    a module-level function of the script it calls (``train(epoch)`` stepping the global
+    ``optimizer``, issue 29)? The recreated global is then the one the function reads."""
+    if mentions(loop, name, ctx):
+        return True
+    if enclosing_function(built, ctx) is not None or enclosing_function(loop, ctx) is not None:
+        return False
+    for call in ctx.nodes_within(loop, cst.Call):
+        if not isinstance(call.func, cst.Name):  # type: ignore[attr-defined]
+            continue
+        functions = functions_by_name(ctx).get(call.func.value, [])  # type: ignore[attr-defined]
+        if len(functions) == 1 and enclosing_function(functions[0], ctx) is None:
+            function = functions[0]
+            if ctx.enclosing(function, cst.ClassDef) is None and mentions(function, name, ctx):
+                return not is_parameter(function, name)
+    return False
 
 
 class OptimizerRecreatedEachEpoch(Operator):
@@ -138,6 +173,29 @@ class OptimizerRecreatedEachEpoch(Operator):
                         scheduler.step()
             """,
         ),
+        # A global optimizer stepped by train(), the epoch loop under __main__ (issue 29).
+        Example(
+            before="""
+                import torch
+                optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+                def train(epoch):
+                    for x, y in loader:
+                        step(model, optimizer, x, y)
+                if __name__ == "__main__":
+                    for epoch in range(1, 11):
+                        train(epoch)
+            """,
+            after="""
+                import torch
+                def train(epoch):
+                    for x, y in loader:
+                        step(model, optimizer, x, y)
+                if __name__ == "__main__":
+                    for epoch in range(1, 11):
+                        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+                        train(epoch)
+            """,
+        ),
     )
     non_examples = (
         # Plain SGD has no state to lose.
@@ -188,14 +246,18 @@ class OptimizerRecreatedEachEpoch(Operator):
         assert isinstance(assign.value, cst.Call)
         if not _is_stateful(assign.value, optimizer):
             return None
-        between = []
-        for statement in ctx.following_statements(node):
-            if isinstance(statement, (cst.For, cst.While)) and mentions(statement, name, ctx):
+        between: list[cst.CSTNode] = []
+        for statement in _unguarded(ctx.following_statements(node)):
+            if isinstance(statement, (cst.For, cst.While)) and _uses(statement, name, node, ctx):
                 if not _is_epoch_loop(statement, ctx) or not isinstance(
                     statement.body, cst.IndentedBlock
                 ):
                     return None
-                needed = any(mentions(other, name, ctx) for other in between)
+                needed = any(  # a definition runs nothing before the loop
+                    mentions(other, name, ctx)
+                    for other in between
+                    if not isinstance(other, (cst.FunctionDef, cst.ClassDef))
+                )
                 return name, statement, needed, _schedulers(between, name, ctx)
             between.append(statement)
         return None

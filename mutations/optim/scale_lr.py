@@ -6,17 +6,21 @@ import libcst as cst
 
 from mutations.optim._shared import DEFAULT_LR, _times, optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Param, Replacement, Swap
+from mutator.operator import Edits, Example, NonSite, Param, Replacement, Swap
 from mutator.semantics import (
+    code_of,
     find_arg,
     hyperparameter_constants,
     manual_lr_writes,
+    manual_updates,
     number_literal,
     optimizer_class,
+    reads_grad,
+    start_of,
     with_arg_value,
     with_keyword,
 )
-from mutator.semantics.config import config_setting, with_setting_value
+from mutator.semantics.config import config_setting, config_settings, with_setting_value
 
 
 class ScaleLr(Swap):
@@ -54,6 +58,19 @@ class ScaleLr(Swap):
                 lr = 5.0
                 for p in model.parameters():
                     p.data.add_(-lr * p.grad)
+            """,
+        ),
+        # ... and where no constant or optimizer sets it (a parameter), the update's step.
+        Example(
+            before="""
+                def sgd_step(params, lr):
+                    for p in params:
+                        p.data.add_(p.grad, alpha=-lr)
+            """,
+            after="""
+                def sgd_step(params, lr):
+                    for p in params:
+                        p.data.add_(p.grad, alpha=-lr * 100)
             """,
         ),
         # A hand-written schedule overwrites lr= before every step: it is the one site.
@@ -169,6 +186,19 @@ class ScaleLr(Swap):
                 trainer = Trainer(model, cfg)
             """,
         ),
+        # ... or the part of it that holds the setting (issue 29).
+        Example(
+            before="""
+                C = get_config()
+                C.trainer.learning_rate = 5e-4
+                trainer = Trainer(C.trainer, model, train_dataset)
+            """,
+            after="""
+                C = get_config()
+                C.trainer.learning_rate = 0.05
+                trainer = Trainer(C.trainer, model, train_dataset)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -181,15 +211,42 @@ class ScaleLr(Swap):
             opt = torch.optim.Adam(model.parameters(), **cfg)
         """,
         "run(model, lr=1e-3)\n",
+        # An update that is no step of the parameters: nothing reads a gradient.
+        """
+            for ema_p, p in zip(ema.parameters(), model.parameters()):
+                ema_p.data.mul_(0.99).add_(p.data, alpha=0.01)
+        """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        updates = manual_updates(ctx)
+        if updates and node is _anchor(updates, ctx):
+            return self._manual(updates, ctx)
+        return super().plan(node, ctx)
+
+    def _manual(self, updates: list[cst.CSTNode], ctx: Context) -> Edits | NonSite | None:
+        """Hand-written updates whose rate no constant, config value or optimizer here sets
+        (a function's ``lr`` parameter, issue 29): every update's step is scaled."""
+        if any(optimizer_class(call, ctx) for call in ctx.nodes(cst.Call)):
+            return None
+        if hyperparameter_constants(ctx, "lr") or config_settings(ctx, "lr"):
+            return None  # the constant or config value is the site
+        factor = self.params["factor"]
+        edits: Edits = {}
+        for update in updates:
+            scaled = _scaled_update(update, factor)
+            if scaled is None:
+                return NonSite(f"`{code_of(update)}`: no step of this update to scale")
+            edits[update] = scaled
+        return edits
+
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         setting = config_setting(node, ctx, "lr")
         if setting is not None:
             # ``cfg.trainer.lr = 3e-4`` handed to a trainer that builds the optimizer where
             # the script does not show (issue 22); an optimizer call here is the site.
             if manual_lr_writes(ctx) or any(optimizer_class(c, ctx) for c in ctx.nodes(cst.Call)):
-                return None
+                return None  # the optimizer or the hand-written schedule here is the site
             return with_setting_value(setting, _times(setting.value, self.params["factor"]))
         if isinstance(node, cst.Assign):
             if node in manual_lr_writes(ctx) or (
@@ -199,9 +256,13 @@ class ScaleLr(Swap):
             ):
                 return node.with_changes(value=_times(node.value, self.params["factor"]))
             return None
-        if manual_lr_writes(ctx):
-            return None  # a hand-written schedule overwrites lr= before every step
         found = optimizer_call(node, ctx)
+        if found is not None and manual_lr_writes(ctx):
+            line = ctx.position(manual_lr_writes(ctx)[0]).start.line
+            return NonSite(
+                f"equivalent: the hand-written schedule at line {line} sets the rate before "
+                "every step"
+            )
         if not (
             found is not None
             and (find_arg(found[0], "lr", 1) is not None or found[1] in DEFAULT_LR)
@@ -214,3 +275,25 @@ class ScaleLr(Swap):
             default = DEFAULT_LR[optimizer_class(node, ctx) or ""]
             return with_keyword(node, "lr", number_literal(default * factor))
         return with_arg_value(node, lr, _times(lr.value, factor))
+
+
+def _anchor(updates: list[cst.CSTNode], ctx: Context) -> cst.CSTNode | None:
+    """The first hand-written update the engine offers (a call or an assignment)."""
+    offered = [u for u in updates if isinstance(u, (cst.Call, cst.Assign))]
+    return min(offered, key=lambda u: start_of(u, ctx), default=None)
+
+
+def _scaled_update(update: cst.CSTNode, factor: float) -> cst.CSTNode | None:
+    """The update with its step times ``factor``: ``p.add_(p.grad, alpha=-lr * 100)``,
+    ``p.sub_(lr * p.grad * 100)``, ``p -= lr * p.grad * 100``, ``p.data = p.data - ... * 100``."""
+    if isinstance(update, cst.Call):
+        rate = find_arg(update, "alpha") or find_arg(update, "value")
+        if rate is None:
+            rate = next((a for a in update.args if not a.keyword and reads_grad(a.value)), None)
+        return None if rate is None else with_arg_value(update, rate, _times(rate.value, factor))
+    if isinstance(update, cst.AugAssign):
+        return update.with_changes(value=_times(update.value, factor))
+    value = update.value if isinstance(update, cst.Assign) else None
+    if isinstance(value, cst.BinaryOperation) and reads_grad(value.right):
+        return update.with_changes(value=value.with_changes(right=_times(value.right, factor)))
+    return None

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
+    code_of,
     expression_call,
     is_optimizer_step,
     is_scheduler_step,
@@ -142,12 +143,14 @@ class SchedulerStepBeforeOptimizerStep(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if not is_scheduler_step(node, ctx):
             return None
         call = expression_call(node)
-        if call is None or call.args:
-            return None  # step(metric): the metric only exists after training
+        if call is None:
+            return None
+        if call.args:
+            return NonSite(f"`{code_of(call)}`: its metric exists only after the training step")
         for previous in reversed(ctx.preceding_statements(node)):
             if _steps_optimizer(previous, ctx):
                 return move_before(node, previous)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.optim._shared import _times, optimizer_call
 from mutator.context import Context
-from mutator.operator import Example, Param, Replacement, Swap
+from mutator.operator import Example, NonSite, Param, Replacement, Swap
 from mutator.semantics import (
     every_group_sets,
     find_arg,
@@ -18,6 +18,7 @@ from mutator.semantics import (
     with_arg_value,
     with_keyword,
 )
+from mutator.semantics.config import config_setting, with_setting_value
 
 # Decay PyTorch applies when ``weight_decay`` is not given (non-zero only for AdamW).
 _DEFAULT_WEIGHT_DECAY = {"AdamW": 0.01}
@@ -100,6 +101,17 @@ class WeightDecayTooHigh(Swap):
                 opt = torch.optim.Adam(ps, weight_decay=cfg.wd * 100)
             """,
         ),
+        # A config handed to a trainer that builds the optimizer (issue 29).
+        Example(
+            before="""
+                config = {"lr": 3e-4, "weight_decay": 0.1}
+                trainer = Trainer(model, config)
+            """,
+            after="""
+                config = {"lr": 3e-4, "weight_decay": 10.0}
+                trainer = Trainer(model, config)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -129,13 +141,22 @@ class WeightDecayTooHigh(Swap):
             return (optimizer, None) if optimizer in _DEFAULT_WEIGHT_DECAY else None
         return None if number_value(decay.value) == 0 else (optimizer, decay)
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
-        if isinstance(node, cst.DictElement):
-            if node not in _group_decays(ctx):
-                return None
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
+        if isinstance(node, cst.DictElement) and node in _group_decays(ctx):
             return node.with_changes(value=_times(node.value, self.params["factor"]))
+        setting = config_setting(node, ctx, "weight_decay")
+        if setting is not None:
+            # A config value handed to code that builds the optimizer where the script does
+            # not show (issue 29); an optimizer built here takes the decay: that is the site.
+            if number_value(setting.value) == 0 or any(
+                optimizer_call(call, ctx) for call in ctx.nodes(cst.Call)
+            ):
+                return None
+            return with_setting_value(setting, _times(setting.value, self.params["factor"]))
+        if isinstance(node, cst.DictElement):
+            return None
         if isinstance(node, cst.Call) and every_group_sets(node, ctx, "weight_decay"):
-            return None  # each parameter group overrides the constructor's decay
+            return NonSite("equivalent: every parameter group sets its own weight_decay")
         found = self._decay(node, ctx)
         if found is None:
             return None

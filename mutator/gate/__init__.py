@@ -14,7 +14,9 @@ operator opts into the checks of what it claims (``Operator.claims``):
   loss that is backwarded (a loader built inside an evaluation function does not).
 
 An operator declares the places it knows are not its bug (equivalent mutants, effects
-other than its name) by returning ``NonSite(reason)``: check ``non_site``.
+other than its name) by returning ``NonSite(reason)``: check ``non_site``. A place in code
+of a context the operator leaves out (``Operator.contexts``: plotting, export, evaluation
+for bugs of the training step) is rejected by check ``context``.
 
 A rejected site keeps its identity and reason (``Rejected``; ``trainwreck mutate --list
 --rejected``). ``STILLBORN_ERRORS`` names, per check, the Python errors a mutant the check
@@ -30,15 +32,19 @@ from typing import TYPE_CHECKING
 from mutator.gate.calls import unknown_keyword
 from mutator.gate.claims import loader_off_path, slice_moves_wrong_way
 from mutator.gate.names import unbound_name
+from mutator.operator import Operator
+from mutator.semantics.roles import CONTEXTS
+from mutator.site import Site
 
 if TYPE_CHECKING:
     from mutator.context import Context
-    from mutator.engine import Site
 
 NON_SITE = "non_site"
+OFF_CONTEXT = "context"
 # check -> the Python-level errors its failure shows as at run time (none: a wrong effect).
 STILLBORN_ERRORS: dict[str, tuple[str, ...]] = {
     NON_SITE: (),
+    OFF_CONTEXT: (),
     "unbound_name": ("NameError", "UnboundLocalError"),
     "call_keyword": ("TypeError",),
     "slice_direction": (),
@@ -61,6 +67,12 @@ class Rejected:
             f"{path}:{site.line}:{site.column + 1} {site.operator.label} {site.identity} "
             f"REJECTED: {self.reason}"
         )
+
+
+def off_context(operator: Operator, context: str) -> str:
+    """Why a place in ``context`` code is no site of ``operator`` (``Operator.contexts``)."""
+    where = ", ".join(c for c in CONTEXTS if c in operator.contexts)
+    return f"in {context} code: this bug belongs to {where} code"
 
 
 def screen(site: Site, ctx: Context) -> tuple[str, str] | None:

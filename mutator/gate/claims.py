@@ -2,7 +2,8 @@
 
 ``shrinks_slice``: each edited slice must keep fewer rows than before. The bounds are
 evaluated with every size in them (``n_test``, ``len(X)``) standing for a positive number
-and a negative bound counting from the end, as Python does: ``idx[:-n_test]`` becoming
+(``len`` of the sliced sequence for its own length) and a negative bound counting from the
+end, as Python does: ``idx[:-n_test]`` becoming
 ``idx[:int(-n_test * 0.1)]`` keeps *more* rows, the opposite of the claim. Bounds it cannot
 evaluate pass.
 
@@ -84,7 +85,12 @@ def slice_moves_wrong_way(edits: Sequence[Edit], ctx: Context) -> str | None:
     for original, replacement in edits:
         if not isinstance(original, cst.Slice) or not isinstance(replacement, cst.Slice):
             continue
+        # ``len(data)`` in a bound of ``data[...]`` is the length of the sequence itself.
+        element = ctx.parent(original)
+        subscript = ctx.parent(element) if element is not None else None
         sizes: dict[str, float] = {}
+        if isinstance(subscript, cst.Subscript):
+            sizes[f"len({compact_code(subscript.value)})"] = _LENGTH
         before, after = _kept(original, sizes), _kept(replacement, sizes)
         if before is not None and after is not None and after >= before:
             return (

@@ -135,15 +135,18 @@ def _dotted_assignments(ctx: Context, read: set[str]) -> list[Setting]:
         field = dotted.rsplit(".", 1)[-1]
         if number_value(assign.value) is None:  # type: ignore[attr-defined]
             continue
-        if field in read or _object_handed_over(dotted.split(".", 1)[0], ctx):
+        if field in read or _object_handed_over(dotted, ctx):
             found.append(Setting(assign, assign.value, field))  # type: ignore[attr-defined]
     return found
 
 
-def _object_handed_over(root: str, ctx: Context) -> bool:
-    """Is the config object passed to a call (``Trainer(model, cfg)``)?"""
+def _object_handed_over(dotted: str, ctx: Context) -> bool:
+    """Is the config object that holds ``dotted`` (``cfg.trainer.lr``) passed to a call,
+    whole or the part holding it (``Trainer(model, cfg)``, ``Trainer(C.trainer, model)``)?"""
+    parts = dotted.split(".")
+    holders = {".".join(parts[:end]) for end in range(1, len(parts))}
     return any(
-        not arg.star and dotted_name(arg.value) == root  # type: ignore[attr-defined]
+        not arg.star and dotted_name(arg.value) in holders  # type: ignore[attr-defined]
         for arg in ctx.nodes(cst.Arg)
     )
 

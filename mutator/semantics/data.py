@@ -10,7 +10,7 @@ from mutator.context import Context
 from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.edits import code_of
 from mutator.semantics.names import resolve
-from mutator.semantics.scope import assigned_values
+from mutator.semantics.scope import assigned_values, functions_by_name
 from mutator.semantics.syntax import callee_name, find_arg, is_true
 
 # -- roles from names -------------------------------------------------------------------------
@@ -188,26 +188,53 @@ def loader_role(loader: cst.CSTNode, ctx: Context) -> str | None:
 
 def is_training_loader(node: cst.CSTNode, ctx: Context) -> bool:
     """A DataLoader over training data: not named like held-out data, and shuffled or
-    named like training data (``train_loader``, ``DataLoader(train_ds)``)."""
+    named like training data (``train_loader``, ``DataLoader(train_ds)``). Also a call of
+    the script's own helper that builds the loader (``make_loader(train_set, shuffle=True)``)."""
     if not is_data_loader(node, ctx):
-        return False
+        shuffled = forwarded_loader_argument(node, "shuffle", ctx)
+        role = loader_role(node, ctx)
+        if shuffled is None and forwarded_loader_argument(node, "batch_size", ctx) is None:
+            return False
+        return role != "eval" and (role == "train" or (shuffled and is_true(shuffled.value)))  # type: ignore[return-value]
     role = loader_role(node, ctx)
-    return role != "eval" and (shuffle_true(node) is not None or role == "train")  # type: ignore[arg-type]
+    shuffled = shuffle_true(node) is not None or _unpacked_shuffle(node, ctx)  # type: ignore[arg-type]
+    return role != "eval" and (shuffled or role == "train")
+
+
+def _unpacked_shuffle(loader: cst.Call, ctx: Context) -> bool:
+    """``DataLoader(ds, **{"shuffle": True, ...})`` or ``**kwargs`` bound to such a dict."""
+    return any(
+        isinstance(e, cst.DictElement)
+        and isinstance(e.key, cst.SimpleString)
+        and e.key.evaluated_value == "shuffle"
+        and is_true(e.value)
+        for kwargs in _unpacked_dicts(loader, ctx)
+        for e in kwargs.elements
+    )
+
+
+def _unpacked_dicts(loader: cst.Call, ctx: Context) -> list[cst.Dict]:
+    """The dict literals a call unpacks with ``**``: inline, or a name bound once to one."""
+    found = []
+    for arg in loader.args:
+        if arg.star != "**":
+            continue
+        if isinstance(arg.value, cst.Dict):
+            found.append(arg.value)
+        elif isinstance(arg.value, cst.Name):
+            values = assigned_values(ctx, arg.value.value)
+            if len(values) == 1 and isinstance(values[0], cst.Dict):
+                found.append(values[0])
+    return found
 
 
 @per_module
 def _training_loader_kwargs(ctx: Context) -> list[cst.Dict]:
-    """Dict literals handed to a training DataLoader as ``**train_kwargs``."""
+    """Dict literals handed to a training DataLoader as ``**train_kwargs`` or ``**{...}``."""
     found = []
     for call in ctx.nodes(cst.Call):
-        if not is_data_loader(call, ctx) or loader_role(call, ctx) != "train":
-            continue
-        for arg in call.args:  # type: ignore[attr-defined]
-            if arg.star != "**" or not isinstance(arg.value, cst.Name):
-                continue
-            values = assigned_values(ctx, arg.value.value)
-            if len(values) == 1 and isinstance(values[0], cst.Dict):
-                found.append(values[0])
+        if is_data_loader(call, ctx) and is_training_loader(call, ctx):
+            found.extend(_unpacked_dicts(call, ctx))  # type: ignore[arg-type]
     return found
 
 
@@ -224,3 +251,42 @@ def training_loader_setting(ctx: Context, key: str) -> list[cst.DictElement]:
             ):
                 entries.append(element)
     return entries
+
+
+# -- loaders built by the script's own helpers ----------------------------------------------
+
+
+def _local_function(call: cst.Call, ctx: Context) -> cst.FunctionDef | None:
+    if not isinstance(call.func, cst.Name):
+        return None
+    found = functions_by_name(ctx).get(call.func.value, [])
+    return found[0] if len(found) == 1 else None
+
+
+def forwarded_loader_argument(call: cst.CSTNode, key: str, ctx: Context) -> cst.Arg | None:
+    """The argument of a call of the script's own helper (``make_loader(train_set, 32,
+    shuffle=True)``) that becomes ``key`` of the DataLoader the helper builds
+    (``DataLoader(ds, batch_size=batch_size, shuffle=shuffle)``): one level into the
+    project's own functions (issue 29). None when the helper builds no such loader or the
+    call leaves the parameter at its default."""
+    if not isinstance(call, cst.Call) or is_data_loader(call, ctx):
+        return None
+    helper = _local_function(call, ctx)
+    if helper is None:
+        return None
+    params = [*helper.params.posonly_params, *helper.params.params]
+    names = [p.name.value for p in params]
+    for loader in ctx.nodes_within(helper, cst.Call):
+        if not is_data_loader(loader, ctx):
+            continue
+        given = find_arg(loader, keyword=key, position=1 if key == "batch_size" else 2)  # type: ignore[arg-type]
+        if given is None or not isinstance(given.value, cst.Name) or given.value.value not in names:
+            continue
+        param = given.value.value
+        index = names.index(param)
+        if isinstance(ctx.parent(helper), cst.IndentedBlock) and isinstance(
+            ctx.parent(ctx.parent(helper)), cst.ClassDef
+        ):
+            return None  # a method: ``self`` shifts the positions
+        return find_arg(call, keyword=param, position=index)
+    return None

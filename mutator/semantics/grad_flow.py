@@ -147,6 +147,25 @@ def _trains(call: cst.Call, ctx: Context) -> bool:
     )
 
 
+def _rebound_between(block: cst.CSTNode, call: cst.CSTNode, ctx: Context) -> set[str]:
+    """Names bound again, outside ``block``, after it and before ``call``: an evaluation
+    block that reuses the training step's names (``loss``, ``logits``) hands the backward
+    nothing when the step binds them again first (issue 29)."""
+    scope = ctx.enclosing_function(block)
+    end = ctx.position(block).end
+    found: set[str] = set()
+    for node in [*ctx.nodes(cst.AssignTarget), *ctx.nodes(cst.For)]:
+        where = ctx.position(node).start
+        if (
+            (where.line, where.column) > (end.line, end.column)
+            and starts_before(node, call, ctx)
+            and _same_scope(node, scope, ctx)
+            and not ctx.within(block, node)
+        ):
+            found.update(bound_names(node.target))  # type: ignore[attr-defined]
+    return found
+
+
 @per_node
 def feeds_training(block: cst.With | cst.FunctionDef, ctx: Context) -> bool:
     """Do values bound in this ``with`` block (or function under a ``no_grad`` decorator)
@@ -159,7 +178,8 @@ def feeds_training(block: cst.With | cst.FunctionDef, ctx: Context) -> bool:
     if isinstance(block, cst.With):
         deps = _dependencies(ctx.enclosing_function(block), ctx)
         for call in _later_calls(block, "backward", ctx):
-            if _closure(_reads(receiver(call), ctx), deps) & bound:
+            live = bound - _rebound_between(block, call, ctx)
+            if _closure(_reads(receiver(call), ctx), deps) & live:
                 return True
         numpy += _later_calls(block, "numpy", ctx)
     if any(_base_name(receiver(call)) in bound for call in numpy):  # type: ignore[arg-type]

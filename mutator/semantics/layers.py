@@ -36,6 +36,10 @@ _MODE_LAYERS += ("SyncBatchNorm", "Transformer")
 # ... and those that do only with an argument: recurrent dropout, tracked instance statistics.
 _RECURRENT = ("RNN", "LSTM", "GRU", "MultiheadAttention")
 _CONTAINERS = ("Sequential", "ModuleList", "ModuleDict")
+# Calls that return the model they are given, wrapped.
+_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel", "compile"})
+# torch calls that return a model whose layers the script does not show.
+_LOADED = ("torch.hub.", "torch.load", "torch.jit.load")
 # PyTorch Geometric convolutions with no dropout or normalisation inside (issue 22: the
 # link-prediction example's two GCNConv layers): message passing reads no mode.
 _PYG_MODE_FREE = frozenset(
@@ -138,9 +142,38 @@ def _nn_mode(call: cst.Call, tail: str, ctx: Context, depth: int) -> bool | None
     return False
 
 
+def _built_by_name(func: cst.BaseExpression) -> bool:
+    """Is the callee looked up at run time (``models.__dict__[args.arch]``, ``MODELS[name]``,
+    ``getattr(models, name)``)? What it builds is unknown: only a run can tell (issue 29:
+    BatchNorm ResNets read as mode-free). ``self.layers[i]`` is a layer the class builds."""
+    if isinstance(func, cst.Call):
+        return True
+    if not isinstance(func, cst.Subscript):
+        return False
+    root = func.value
+    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+        root = root.func if isinstance(root, cst.Call) else root.value
+    return not (isinstance(root, cst.Name) and root.value == "self")
+
+
+def _wrapped_mode(call: cst.Call, ctx: Context, depth: int) -> bool | None:
+    """The mode of the model a wrapper (``DataParallel(model)``, ``torch.compile(model)``)
+    is given."""
+    inner = find_arg(call, "module", 0) or find_arg(call, "model", 0)
+    if inner is None:
+        return None
+    if isinstance(inner.value, cst.Call):
+        return _call_mode(inner.value, ctx, depth + 1)
+    calls = _module_values(inner.value, ctx, call)
+    if calls is None:
+        return None
+    verdicts = [_call_mode(c, ctx, depth + 1) for c in calls if c is not call]
+    return True if True in verdicts else _agree(verdicts)
+
+
 def _call_mode(call: cst.Call, ctx: Context, depth: int) -> bool | None:
     """Does what ``call`` builds (or runs, inside a model) depend on train/eval mode?"""
-    if depth > 6:
+    if depth > 6 or _built_by_name(call.func):
         return None
     names = resolve(call.func, ctx).names
     if not names:
@@ -148,6 +181,10 @@ def _call_mode(call: cst.Call, ctx: Context, depth: int) -> bool | None:
     name = next(iter(names)) if len(names) == 1 else None
     if name is None:
         return None
+    if name.rsplit(".", 1)[-1] in _WRAPPERS and name.startswith("torch."):
+        return _wrapped_mode(call, ctx, depth)
+    if name.startswith(_LOADED):
+        return None  # a whole model from a file or a hub: its layers are not in the script
     if name.startswith("torch.nn.") and not name.startswith("torch.nn.functional."):
         tail = name.rsplit(".", 1)[-1]
         return _nn_mode(call, tail, ctx, depth) if tail[:1].isupper() else False

@@ -139,12 +139,24 @@ def is_model(expr: cst.BaseExpression, ctx: Context) -> bool:
     if verdict is not None:
         return verdict
     built = unwrap_calls(expr, MODULE_PASSTHROUGH)
-    # ``EncoderCNN(...)`` imported from the project's own model.py: the class name tells.
-    name = dotted_name(built.func if isinstance(built, cst.Call) else built)
+    # ``EncoderCNN(...)`` imported from the project's own model.py: the class name tells;
+    # ``kwargs["model"]`` (a framework's ``fit(**kwargs)``, issue 29): the key does.
+    name = dotted_name(built.func if isinstance(built, cst.Call) else built) or _string_key(built)
     if name is None:
         return False
     last = name.rsplit(".", 1)[-1]
     return bool(_MODEL_NAME.search(last)) and not _NOT_MODEL_NAME.search(last)
+
+
+def _string_key(expr: cst.BaseExpression) -> str | None:
+    """``"model"`` of ``kwargs["model"]``."""
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1:
+        return None
+    index = expr.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        value = index.value.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
 
 
 def nn_class(call: cst.BaseExpression, ctx: Context, classes: Collection[str]) -> str | None:
@@ -173,10 +185,10 @@ def module_constructors(
     ``self.<attr>`` or an inline constructor) may hold."""
     if isinstance(func, cst.Call):
         return [func] if nn_class(func, ctx, classes) else []
+    # ``nn.CrossEntropyLoss().to(device)`` / ``.cuda()`` is still the loss it builds (issue 29).
+    values = (unwrap_calls(value, MODULE_PASSTHROUGH) for value in values_of(func, ctx, at))
     return [
-        value
-        for value in values_of(func, ctx, at)
-        if isinstance(value, cst.Call) and nn_class(value, ctx, classes)
+        value for value in values if isinstance(value, cst.Call) and nn_class(value, ctx, classes)
     ]
 
 

@@ -7,7 +7,6 @@ import libcst.matchers as m
 
 from mutator.context import Context
 from mutator.semantics.cache import per_module, per_node
-from mutator.semantics.edits import code_of
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import assigned_values, values_of
 from mutator.semantics.syntax import (
@@ -272,13 +271,30 @@ def _reads_current_lr(
 ) -> bool:
     """Does ``value`` read an optimizer's current rate (``param_groups``), itself or through
     names bound to such a read (``group = opt.param_groups[0]``; ``lr2 = group["lr"]``)?"""
-    if "param_groups" in code_of(value):
-        return True
-    return depth < 3 and any(
-        _reads_current_lr(bound, ctx, bound, depth + 1)
-        for name in ctx.nodes_within(value, cst.Name)
-        for bound in values_of(name, ctx, at)  # type: ignore[arg-type]
-    )
+    seen: set[int] = set()
+    level = [(value, at)]
+    for _ in range(depth, 4):
+        following = []
+        for expr, where in level:
+            if id(expr) in seen:
+                continue
+            seen.add(id(expr))
+            if _mentions_param_groups(expr, ctx):
+                return True
+            for name in ctx.nodes_within(expr, cst.Name):
+                following.extend((bound, bound) for bound in values_of(name, ctx, where))  # type: ignore[arg-type]
+        level = following
+    return False
+
+
+@per_node
+def _mentions_param_groups(expr: cst.CSTNode, ctx: Context) -> bool:
+    """``param_groups`` anywhere in ``expr`` (read from the tree: rendering the code of every
+    value a schedule reads made one 1,100-line trainer take seconds)."""
+    return any(
+        isinstance(node, cst.Attribute) and node.attr.value == "param_groups"
+        for node in ctx.nodes_within(expr, cst.Attribute)
+    ) or (isinstance(expr, cst.Name) and expr.value == "param_groups")
 
 
 def group_dicts(call: cst.Call, ctx: Context) -> list[cst.Dict] | None:

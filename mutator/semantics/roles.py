@@ -22,12 +22,13 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.semantics.cache import per_module, per_node
+from mutator.semantics.cache import per_node
 from mutator.semantics.data import identifier_words
 from mutator.semantics.grad_mode import in_no_grad
 from mutator.semantics.losses import criterion_calls, loss_constructor_kind
 from mutator.semantics.names import resolve
 from mutator.semantics.optim import is_optimizer_step, manual_updates, reads_grad, step_closures
+from mutator.semantics.scope import functions_by_name
 from mutator.semantics.syntax import callee_name, method_name
 
 CONTEXTS = ("train", "eval", "setup", "export", "plot", "unknown")
@@ -83,17 +84,9 @@ def _calls_under(function: cst.FunctionDef, ctx: Context, wanted, modules=()) ->
     return False
 
 
-@per_module
-def _functions_by_name(ctx: Context) -> dict[str, list[cst.FunctionDef]]:
-    found: dict[str, list[cst.FunctionDef]] = {}
-    for function in ctx.nodes(cst.FunctionDef):
-        found.setdefault(function.name.value, []).append(function)  # type: ignore[attr-defined]
-    return found
-
-
 def _called_functions(node: cst.CSTNode, ctx: Context) -> list[cst.FunctionDef]:
     """The script's own functions/methods called inside ``node`` (by their last name)."""
-    by_name = _functions_by_name(ctx)
+    by_name = functions_by_name(ctx)
     found = []
     for call in ctx.nodes_within(node, cst.Call):
         name = callee_name(call)  # type: ignore[arg-type]

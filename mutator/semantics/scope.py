@@ -303,6 +303,15 @@ def _enclosing_class(node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
 # -- where the script refers to its own function ------------------------------------------------
 
 
+@per_module
+def functions_by_name(ctx: Context) -> dict[str, list[cst.FunctionDef]]:
+    """The script's functions and methods by name (several where a name is reused)."""
+    found: dict[str, list[cst.FunctionDef]] = {}
+    for function in ctx.nodes(cst.FunctionDef):
+        found.setdefault(function.name.value, []).append(function)  # type: ignore[attr-defined]
+    return found
+
+
 def function_uses(function: cst.FunctionDef, ctx: Context) -> list[cst.CSTNode] | None:
     """The Name/Attribute nodes outside ``function`` that refer to it (``f(...)``,
     ``self.f(...)``, ``sample_fn = self.f``), or None when the script defines several

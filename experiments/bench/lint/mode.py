@@ -270,7 +270,7 @@ class EvaluateOnTrainingData(LintRule):
     accuracy) is fine."""
 
     code = "TW205"
-    category = "mode"
+    category = "data"
     summary = "validation on training data"
     operators = ("validate_on_training_data",)
     confidence = "medium"

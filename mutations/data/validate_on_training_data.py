@@ -167,7 +167,7 @@ class ValidateOnTrainingData(Operator):
     """
 
     name = "validate_on_training_data"
-    category = "mode"
+    category = "data"
     summary = "Evaluate on the training loader/data instead of the validation split."
     expected = "silent"
     witness = "differs eval_inputs", "the evaluation forwards see other (training) inputs"
