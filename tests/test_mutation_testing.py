@@ -162,25 +162,50 @@ def test_spans_map_headers_to_bodies_and_lines_to_statements() -> None:
 
 def test_recorder_attributes_lines_to_the_current_context(tmp_path: Path) -> None:
     module = tmp_path / "mod.py"
-    module.write_text(SOURCE)
-    namespace: dict = {}
+    module.write_text('"""Doc."""\n' + SOURCE)  # one line down: the docstring stays one
     recorder = lines.LineRecorder([str(module)])
-    recorder.start()
-    try:
-        exec(compile(SOURCE, str(module), "exec"), namespace)
-        recorder.enter("test_a")
-        namespace["plain"](1)
-        recorder.leave()
-        recorder.enter("test_b")
-        namespace["cached"](1)
-        recorder.leave()
-    finally:
-        recorder.stop()
+    namespace: dict = {}
+    code = recorder.instrument(str(module), module.read_text())
+    exec(code, namespace)
+    assert namespace["__doc__"] == "Doc."
+    recorder.enter("test_a")
+    namespace["plain"](1)
+    recorder.leave()
+    recorder.enter("test_b")
+    namespace["cached"](1)
+    recorder.leave()
     hits = recorder.as_json()
     path = str(module.resolve())
-    assert hits["test_a"][path] == [10, 11]
-    assert hits["test_b"][path] == [6]
-    assert 9 in hits[lines.COLLECT][path]  # the def statement ran at import
+    assert hits["test_a"][path] == [11, 12]
+    assert hits["test_b"][path] == [7]
+    assert 10 in hits[lines.COLLECT][path]  # the def statement ran at import
+
+
+def test_the_recorder_needs_no_tracer_and_survives_one(tmp_path: Path) -> None:
+    """pytest-cov's tracer took ``sys.settrace`` from the old recorder: the baseline
+    recorded nothing and every mutant was unreached. The probes keep counting under any
+    tracer, here one installed in the middle of a test."""
+    module = tmp_path / "mod.py"
+    module.write_text(SOURCE)
+    recorder = lines.LineRecorder([str(module)])
+    namespace: dict = {}
+    exec(recorder.instrument(str(module), SOURCE), namespace)
+    previous = sys.gettrace()
+    seen: list[int] = []
+
+    def other_tracer(frame, event, arg):
+        seen.append(frame.f_lineno)
+        return other_tracer
+
+    recorder.enter("test_a")
+    sys.settrace(other_tracer)
+    try:
+        namespace["plain"](1)
+    finally:
+        sys.settrace(previous)
+    recorder.leave()
+    assert recorder.as_json()["test_a"][str(module.resolve())] == [10, 11]
+    assert seen  # the other tracer ran too
 
 
 def _job(source: str, operator: str = "drop_zero_grad") -> discovery.Job:

@@ -18,21 +18,20 @@ import os
 import signal
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
 from experiments.harness import guard
 from experiments.harness.child import _die_with_parent, _redirect_output
 from experiments.mutation_testing import serve
-from experiments.mutation_testing.lines import COLLECT, LineRecorder
+from experiments.mutation_testing.lines import LineRecorder
 from experiments.mutation_testing.plugin import Observer
+from experiments.mutation_testing.watch import Watch
 
 SPEC_FILE = "spec.json"
 RESULT_FILE = "result.json"
 SETUP_FAILED = 70
-SPAWNS = frozenset(
-    {"os.fork", "os.forkpty", "subprocess.Popen", "os.posix_spawn", "os.system", "os.exec"}
-)
 
 
 def run_forked(spec: dict[str, Any]) -> NoReturn:
@@ -67,6 +66,7 @@ def run(spec: dict[str, Any]) -> int:
     sys.pycache_prefix = spec["pycache"]  # shared by the session's runs, never the user's
     sys.dont_write_bytecode = False
     guard.install(workdir, protected=[root], allowed=[str(run_dir), spec["pycache"]])
+    sys.addaudithook(partial(_stay_in_mirror, os.path.dirname(workdir)))
     aliases: dict[str, str] = {}
     counters: list[int] = []
     probed: set[int] = set()
@@ -74,27 +74,16 @@ def run(spec: dict[str, Any]) -> int:
     if mutant:
         counters, probed = serve.install(mutant)
         aliases = {path: mutant["name"] for path in mutant["paths"]}
-    recorder = LineRecorder(spec["record"]) if spec.get("record") else None
-    spawned: set[str] = set()
-    if recorder is not None:
-        # Lines run in another process are not recorded: the baseline says so when a
-        # test or fixture starts one (plugins start some, e.g. ``git``, outside tests).
-        def watch(event: str, args: tuple) -> None:
-            if event in SPAWNS and recorder.context != COLLECT:
-                spawned.add(f"{recorder.context}: {event} {args[:2]!r}"[:300])
-
-        sys.addaudithook(watch)
+    recorder = watch = None
+    if spec.get("record"):
+        recorder = LineRecorder(target["real"] for target in spec["record"])
+        watch = Watch(recorder, spec["record"], workdir)
+        sys.addaudithook(watch.audit)
     observer = Observer(spec.get("selection"), aliases, recorder)
     import pytest
 
     started = time.perf_counter()
-    if recorder is not None:
-        recorder.start()
-    try:
-        exit_code = int(pytest.main(list(spec["pytest_args"]), plugins=[observer]))
-    finally:
-        if recorder is not None:
-            recorder.stop()
+    exit_code = int(pytest.main(list(spec["pytest_args"]), plugins=[observer]))
     result = {
         **observer.result(),
         "exit": exit_code,
@@ -103,11 +92,33 @@ def run(spec: dict[str, Any]) -> int:
         if mutant
         else None,
         "lines": recorder.as_json() if recorder is not None else None,
-        "spawned": sorted(spawned),
+        **(watch.result() if watch is not None else {}),
     }
     guard.uninstall()
     _write_json(run_dir / RESULT_FILE, result)
     return 0
+
+
+def _stay_in_mirror(mirror: str, event: str, args: tuple) -> None:
+    """Before ``os.chdir`` into a mirrored folder (a conftest moving to its tests' folder),
+    make each folder on the way a real folder of symlinks: through a symlink the working
+    directory would resolve into the user's tree, where every relative write is refused."""
+    if event != "os.chdir" or not args or not isinstance(args[0], str | bytes | os.PathLike):
+        return
+    path = os.path.abspath(os.fsdecode(args[0]))
+    if not path.startswith(mirror + os.sep):
+        return
+    current = mirror
+    for part in os.path.relpath(path, mirror).split(os.sep):
+        current = os.path.join(current, part)
+        if os.path.islink(current) and os.path.isdir(current):
+            target = os.path.realpath(current)
+            os.unlink(current)
+            os.mkdir(current)
+            for entry in os.scandir(target):
+                os.symlink(entry.path, os.path.join(current, entry.name))
+        elif not os.path.isdir(current):
+            return
 
 
 def _private_path(path: list[str], root: str, workdir: str, cwd_first: bool) -> list[str]:

@@ -86,7 +86,9 @@ def pytest_spec(
         "pytest_args": args,
         "pycache": str(setting.scratch / "pycache"),
         "selection": selection,
-        "record": [target.path for target in record] if record else None,
+        "record": [{"name": t.name, "real": os.path.realpath(t.path)} for t in record]
+        if record
+        else None,
         "parent_pid": os.getpid(),
         "mutant": None,
         "autoload": autoload,

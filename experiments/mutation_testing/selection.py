@@ -32,6 +32,9 @@ def select(job: Job, baseline: dict[str, Any]) -> Selection:
         return Selection(EVERY_TEST, "no per-test coverage (the command is not pytest)")
     if baseline.get("spawned"):
         return Selection(EVERY_TEST, "the tests start processes, whose lines are not recorded")
+    unprobed = (baseline.get("unprobed") or {}).get(job.target.name)
+    if unprobed:
+        return Selection(EVERY_TEST, f"{job.target.name} was {unprobed}")
     wanted = spans(job.target.source, job.mutant.lines)
     if not wanted or any(len(span) == 0 for span in wanted):
         return Selection(EVERY_TEST, "a changed line outside any statement")

@@ -89,11 +89,7 @@ def run(
                     base = baseline_run.run(setting, pool, targets)
                     store.put_baseline(base_key, base)
                 outcome.baseline = base
-                if base.get("spawned"):
-                    outcome.notes.append(
-                        "the tests start processes (" + ", ".join(base["spawned"]) + "): lines "
-                        "run there are not seen, so every mutant ran every test"
-                    )
+                outcome.notes += baseline_notes(base)
                 for row in _run_all(options, setting, pool, base, todo):
                     rows[row.identity] = row
                     store.put(keys[row.identity], {**row.as_dict(), "cached": False})
@@ -135,7 +131,7 @@ def _run_pending(
     pending: list[tuple[Job, Selection]],
     started: dict[int, tuple[Job, Selection, runs.Prepared]],
 ) -> Iterator[Row]:
-    trust_reach = not base.get("spawned")
+    unprobed = base.get("unprobed") or {}
     number = 0
     while pending or started:
         while pending and not pool.full:
@@ -151,6 +147,7 @@ def _run_pending(
         for finished in pool.wait():
             job, chosen, prepared = started.pop(finished.key)
             result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
+            trust_reach = not base.get("spawned") and job.target.name not in unprobed
             status, killed_by, detail = classify(job, finished.exit_code, result, tail, trust_reach)
             ran = (result or {}).get("durations") or {}
             yield row_for(
@@ -165,6 +162,19 @@ def _run_pending(
                 detail=detail,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
+
+
+def baseline_notes(base: dict[str, Any]) -> list[str]:
+    """One line per thing the baseline could not record, or turned off, and what follows."""
+    notes = list(base.get("turned_off") or [])
+    if base.get("spawned"):
+        notes.append(
+            "the tests start processes (" + ", ".join(base["spawned"][:3]) + "): lines "
+            "run there are not seen, so every mutant ran every test"
+        )
+    for name, why in (base.get("unprobed") or {}).items():
+        notes.append(f"{name} was {why}, so each of its mutants ran every test")
+    return notes
 
 
 def deadline(base: dict[str, Any], tests: list[str] | None, factor: float) -> float:
