@@ -353,3 +353,41 @@ def _env() -> dict[str, str]:
 
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+
+def test_the_baseline_says_what_its_probes_cannot_see(tmp_path: Path, monkeypatch) -> None:
+    """A mutated file run as a file (runpy) is not probed there; one never loaded through
+    the hook while a copy of it was imported from elsewhere would never see a mutant."""
+    import runpy
+
+    from experiments.mutation_testing.watch import Watch
+
+    project, other = tmp_path / "proj", tmp_path / "site"
+    for folder in (project / "pkg_tw_a", other / "pkg_tw_b"):
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+        (folder / "train.py").write_text("VALUE = 1\n")
+    record = [
+        {"name": "pkg_tw_a/train.py", "real": str((project / "pkg_tw_a/train.py").resolve())},
+        {"name": "pkg_tw_b/train.py", "real": str((project / "pkg_tw_b/train.py").resolve())},
+    ]
+    (project / "pkg_tw_b").mkdir()
+    (project / "pkg_tw_b" / "train.py").write_text("VALUE = 2\n")
+    recorder = lines.LineRecorder(target["real"] for target in record)
+    before = list(sys.meta_path)
+    watch = Watch(recorder, record, str(project))
+    monkeypatch.syspath_prepend(str(other))
+    try:
+        recorder.enter("t::a")
+        watch.audit("open", (str(project / "pkg_tw_a/train.py"), "r", 0))  # what runpy raises
+        runpy.run_path(str(project / "pkg_tw_a/train.py"))
+        import pkg_tw_b.train  # noqa: F401  (the copy in "site", not the project's)
+
+        recorder.leave()
+        found = watch.result()
+    finally:
+        sys.meta_path[:] = before
+        for name in ("pkg_tw_b", "pkg_tw_b.train"):
+            sys.modules.pop(name, None)
+    assert "read as a file in t::a" in found["unprobed"]["pkg_tw_a/train.py"]
+    assert found["elsewhere"] == {"pkg_tw_b/train.py": str(other / "pkg_tw_b" / "train.py")}
