@@ -316,8 +316,11 @@ def test_score_is_killed_over_killed_and_survived_and_absent_without_them() -> N
     ]
     assert report.score(rows) == 0.5
     assert report.summary_line(rows).startswith("mutation score: 1/2 (50.0%); killed 1")
+    crashed = [*rows, outcome.row_for(job, "killed", killed_by=["t::c"], crash="TypeError")]
+    assert "killed 2 (1 by a crash, no test's verdict: TypeError 1)" in report.summary_line(crashed)
+    assert "(crashed: TypeError)" in report.markdown(crashed, [job], "pytest", [])
     assert report.summary_line(rows[2:]).startswith("mutation score: n/a")
-    assert "t::a;t::b,call:CheckFailed;," in report.csv_text(rows)
+    assert "t::a;t::b,call:CheckFailed;,," in report.csv_text(rows)
     assert report.table(rows, "operator")[1] == ["drop_zero_grad", "1", "1", "0", "1", "1", "1/2"]
 
 
@@ -391,3 +394,31 @@ def test_the_baseline_says_what_its_probes_cannot_see(tmp_path: Path, monkeypatc
             sys.modules.pop(name, None)
     assert "read as a file in t::a" in found["unprobed"]["pkg_tw_a/train.py"]
     assert found["elsewhere"] == {"pkg_tw_b/train.py": str(other / "pkg_tw_b" / "train.py")}
+
+
+def test_fail_under_compares_the_score_it_prints() -> None:
+    """77.3% printed passes --fail-under 77.3 (an unrounded 0.77272... failed it)."""
+    job = _job(TRAIN)
+    rows = [outcome.row_for(job, "killed")] * 17 + [outcome.row_for(job, "survived")] * 5
+    assert report.percent(rows) == 77.3
+    assert report.fail_under(rows, 77.3) == (True, "--fail-under 77.3: passed, 77.3% >= 77.3%")
+    assert report.fail_under(rows, 80) == (False, "--fail-under 80: failed, 77.3% < 80%")
+    assert not report.fail_under([outcome.row_for(job, "unreached")], 0)[0]
+
+
+def test_a_kill_by_a_crash_is_told_from_a_verdict() -> None:
+    result = {
+        "errors": [
+            {"test": "t::a", "when": "call", "raised": "TypeError", "verdict": False},
+            {"test": "t::b", "when": "call", "raised": "CheckFailed", "verdict": True},
+        ]
+    }
+    assert outcome.crash_kind(["t::a"], result) == "TypeError"
+    assert outcome.crash_kind(["t::a", "t::b"], result) == ""  # one test gave a verdict
+    assert outcome.crash_kind(["<exit status 1>"], result) == ""  # nothing recorded
+
+
+def test_check_failed_reads_as_the_public_name() -> None:
+    from trainwreck.checks import CheckFailed
+
+    assert f"{CheckFailed.__module__}.{CheckFailed.__qualname__}" == "trainwreck.checks.CheckFailed"

@@ -31,6 +31,10 @@ class CheckFailed(AssertionError):
     """
 
 
+# pytest and tracebacks name an exception by its module: the public one, which users import.
+CheckFailed.__module__ = "trainwreck.checks"
+
+
 def fail(check: str, expected: str, seen: str, hint: str = "") -> CheckFailed:
     """One failure message shape for every check: expected, seen, then the likely causes."""
     message = f"{check}: expected {expected}; saw {seen}."

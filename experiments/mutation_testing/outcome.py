@@ -38,6 +38,8 @@ class Row:
     wall_s: float = 0.0
     tests_s: float = 0.0  # the selected tests' own time (pytest's durations)
     cpu_s: float = 0.0  # the run's CPU time, which a busy machine does not inflate
+    # Killed with no test's verdict: what the first failing test crashed with (``TypeError``)
+    crash: str = ""
     detail: str = ""
     sha256: str = ""
     cached: bool = False
@@ -104,3 +106,18 @@ def failure_kinds(killed_by: list[str], result: dict[str, Any] | None) -> list[s
         if "test" in error and "raised" in error:
             first.setdefault(error["test"], f"{error['when']}:{error['raised']}")
     return [first.get(test, "") for test in killed_by]
+
+
+def crash_kind(killed_by: list[str], result: dict[str, Any] | None) -> str:
+    """For a kill where no failing test gave a verdict (an assertion, a check's
+    ``CheckFailed``, ``pytest.fail``) but each crashed under it, the first crash's class;
+    else ``""``. Such a kill may come from code that broke, not from a test that checks
+    the bug (a ``TypeError`` inside a framework after a removed call)."""
+    first: dict[str, dict[str, Any]] = {}
+    for error in (result or {}).get("errors") or []:
+        if "test" in error and "verdict" in error:
+            first.setdefault(error["test"], error)
+    seen = [first[test] for test in killed_by if test in first]
+    if not seen or any(error["verdict"] for error in seen):
+        return ""
+    return str(seen[0]["raised"])

@@ -149,7 +149,10 @@ class Observer:
         error = call.excinfo.value
         wrapper = type(error).__module__.startswith("_pytest.")
         name = raised.name if wrapper else type(error).__name__
-        outer = {"test": test, "when": when, "raised": name}
+        # An assertion (a check's ``CheckFailed``, ``pytest.fail``, ``assert``) is a test's
+        # verdict; anything else is a crash under the test, which may not check the bug.
+        verdict = isinstance(error, AssertionError | pytest.fail.Exception)
+        outer = {"test": test, "when": when, "raised": name, "verdict": verdict}
         self.errors.append({"id": node.nodeid, **outer, **asdict(raised)})
 
     def result(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ CSV_FIELDS = (
     "status",
     "killed_by",
     "failed_with",
+    "crash",
     "tests_run",
     "wall_s",
     "tests_s",
@@ -43,17 +44,41 @@ def score(rows: Sequence[Row]) -> float | None:
     return counts["killed"] / scored if scored else None
 
 
+def percent(rows: Sequence[Row]) -> float | None:
+    """The score in percent as printed (one decimal): what ``--fail-under`` compares."""
+    value = score(rows)
+    return None if value is None else round(100 * value, 1)
+
+
 def summary_line(rows: Sequence[Row]) -> str:
     counts = Counter(row.status for row in rows)
-    value = score(rows)
+    shown = percent(rows)
     head = (
         "mutation score: n/a (no mutant was killed or survived)"
-        if value is None
+        if shown is None
         else f"mutation score: {counts['killed']}/{counts['killed'] + counts['survived']} "
-        f"({100 * value:.1f}%)"
+        f"({shown:.1f}%)"
     )
-    parts = ", ".join(f"{status} {counts[status]}" for status in STATUSES)
-    return f"{head}; {parts}; {len(rows)} mutants"
+    parts = [f"{status} {counts[status]}" for status in STATUSES]
+    crashes = Counter(row.crash for row in rows if row.status == "killed" and row.crash)
+    if crashes:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in crashes.most_common())
+        parts[0] += f" ({sum(crashes.values())} by a crash, no test's verdict: {kinds})"
+    return f"{head}; {', '.join(parts)}; {len(rows)} mutants"
+
+
+def fail_under(rows: Sequence[Row], threshold: float) -> tuple[bool, str]:
+    """``--fail-under``: whether the printed score reaches ``threshold``, and the line that
+    says so (a score of "77.3%" passes ``--fail-under 77.3``)."""
+    shown = percent(rows)
+    if shown is None:
+        return (
+            False,
+            f"--fail-under {threshold:g}: failed, no score (no mutant was killed or survived)",
+        )
+    if shown < threshold:
+        return False, f"--fail-under {threshold:g}: failed, {shown:.1f}% < {threshold:g}%"
+    return True, f"--fail-under {threshold:g}: passed, {shown:.1f}% >= {threshold:g}%"
 
 
 def table(rows: Sequence[Row], by: str) -> list[list[str]]:
@@ -125,6 +150,8 @@ def _every(rows: Sequence[Row]) -> list[list[str]]:
     lines = [["mutant", "line", "status", "killed by / detail"]]
     for row in rows:
         why = ", ".join(f"`{test}`" for test in row.killed_by) or row.detail
+        if row.crash:
+            why += f" (crashed: {row.crash})"
         lines.append([f"`{row.identity}`", str(row.line), row.status, why.replace("|", "\\|")])
     return lines
 
@@ -151,6 +178,14 @@ def terminal(rows: Sequence[Row], jobs: Sequence[Job], limit: int = 10) -> str:
         parts += ["  " + line for line in job.mutant.diff.rstrip().splitlines()]
     if len(found) > limit:
         parts.append(f"\n... and {len(found) - limit} more survivors in mutation-report.md")
+    crashed = [row for row in rows if row.status == "killed" and row.crash]
+    if crashed:
+        parts += ["", "killed by a crash, not by a test's verdict (does a test check the bug?):"]
+        parts += [
+            f"  {row.identity} ({row.file}:{row.line}): {row.crash}" for row in crashed[:limit]
+        ]
+        if len(crashed) > limit:
+            parts.append(f"  ... and {len(crashed) - limit} more in mutation-report.md")
     return "\n".join(parts)
 
 

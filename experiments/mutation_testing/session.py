@@ -26,7 +26,13 @@ from experiments.mutation_testing import runs
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
 from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
-from experiments.mutation_testing.outcome import Row, classify, failure_kinds, row_for
+from experiments.mutation_testing.outcome import (
+    Row,
+    classify,
+    crash_kind,
+    failure_kinds,
+    row_for,
+)
 from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
 
 TIMEOUT_SLACK_S = 5.0
@@ -155,6 +161,7 @@ def _run_pending(
                 status,
                 killed_by=killed_by,
                 failed_with=failure_kinds(killed_by, result),
+                crash=crash_kind(killed_by, result) if status == "killed" else "",
                 tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
