@@ -422,3 +422,76 @@ def test_check_failed_reads_as_the_public_name() -> None:
     from trainwreck.checks import CheckFailed
 
     assert f"{CheckFailed.__module__}.{CheckFailed.__qualname__}" == "trainwreck.checks.CheckFailed"
+
+
+# -- the warm project's swap ----------------------------------------------------------------
+
+MODULE = textwrap.dedent(
+    """\
+    import functools
+    RATE = 0.1
+
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
+
+    class Net:
+        scale = 2
+
+        def __init__(self, p=0.5):
+            self.p = p
+
+        @logged
+        def double(self, x):
+            return x * self.scale
+
+
+    def total(n):
+        out = 0
+        for i in range(n):
+            out += i
+        return out
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "swappable"),
+    [
+        ("        out += i\n", "        out += 2 * i\n", True),  # a function's body
+        ("    out = 0\n", "", True),  # a removed line: every later line moves
+        ("RATE = 0.1", "RATE = 10.0", False),  # module level
+        ("p=0.5", "p=0.0", False),  # a default value, made at import
+        ("    scale = 2\n", "    scale = 3\n", False),  # a class attribute
+        ("    @logged\n", "", False),  # a decorator
+    ],
+)
+def test_a_mutant_is_swapped_in_only_when_only_function_bodies_differ(old, new, swappable):
+    from experiments.mutation_testing import hotswap
+
+    mutant = MODULE.replace(old, new, 1)
+    assert mutant != MODULE
+    assert (hotswap.swappable(MODULE, mutant, "m.py") == "") is swappable
+
+
+def test_the_swap_reaches_every_function_object_made_from_the_file(tmp_path: Path) -> None:
+    """Functions held elsewhere (a test module's ``from m import total``, a decorated
+    method's wrapped original) run the mutant's code after the swap."""
+    from experiments.mutation_testing import hotswap
+
+    path = str(tmp_path / "m.py")
+    namespace: dict = {}
+    exec(compile(MODULE, path, "exec"), namespace)
+    held = namespace["total"]  # what ``from m import total`` keeps
+    method = namespace["Net"].double
+    mutant = MODULE.replace("        out += i\n", "        out += 2 * i\n").replace(
+        "return x * self.scale", "return x * self.scale + 1"
+    )
+    found = hotswap.functions_of([path])[os.path.realpath(path)]
+    assert {f.__code__.co_name for f in found} >= {"total", "double", "wrapper", "__init__"}
+    assert hotswap.swap(found, MODULE, path, compile(mutant, path, "exec")) == len(found)
+    assert held(4) == 12 and method(namespace["Net"](), 3) == 7

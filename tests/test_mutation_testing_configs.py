@@ -85,3 +85,43 @@ def test_a_disabled_plugins_option_gets_advice(tmp_path: Path) -> None:
     first = done.stderr.strip().splitlines()[0]
     assert "pytest did not recognise --cov=tinynet, an option of pytest-cov" in first
     assert "--no-cov" in first and "Traceback" not in done.stderr
+
+
+# -- the warm project ------------------------------------------------------------------------
+
+
+def test_the_warm_project_gives_the_cold_verdicts(tmp_path: Path) -> None:
+    """Forked from a server that imported and collected once, with the mutant swapped into
+    the live functions, every mutant ends as in a child that imports and collects afresh;
+    a mutant whose changed line ran at collection (a model built at a test module's top
+    level) goes to such a child, or the model built by the original would hide it."""
+    project = _configured(tmp_path, "built_at_import")
+    argv = ["--mutate", "tinynet/train.py", "--mutate", "tinynet/model.py", "--workers", "2"]
+    warm = _test(project, *argv, "--out", "warm")
+    cold = _test(project, *argv, "--out", "cold", "--cold-project")
+    assert warm.returncode == 0 and cold.returncode == 0, warm.stderr[-3000:] + cold.stderr[-3000:]
+    rows = _rows(project, "warm")
+    assert {k: r["status"] for k, r in rows.items()} == {
+        k: r["status"] for k, r in _rows(project, "cold").items()
+    }
+    built = "tinynet/model.py::MLP.__init__::dropout_too_high#0"
+    assert rows[built]["status"] == "killed" and rows[built]["warm"] == "False"
+    assert "test_built.py::test_dropout_rate_is_kept" in rows[built]["killed_by"]
+    assert rows[STEP]["warm"] == "True" and rows[STEP]["status"] == "killed"
+    ran = [row for row in rows.values() if float(row["wall_s"]) > 0]
+    assert sum(row["warm"] == "True" for row in ran) >= len(ran) - 3
+
+
+def test_tests_that_fail_warm_run_cold_with_a_note(tmp_path: Path) -> None:
+    """A test writing beside its own file writes into the server's shared copy, which its
+    runs may not: the warm check (the unmutated tests the warm runs will run, here all of
+    them) fails, the session says why and runs every mutant cold."""
+    project = _configured(tmp_path, "writes_beside")
+    done = _test(project, *ARGV, "--all-tests")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(project)
+    assert rows[STEP]["status"] == "killed" and rows[STEP]["warm"] == "False"
+    assert rows[FINETUNE]["status"] == "unreached"  # by its probes: it ran, the lines did not
+    report = (project / "results" / "mutation-testing" / "mutation-report.md").read_text()
+    assert "could not be imported and collected once for every mutant" in report
+    assert "test_writes_a_sample_beside_itself" in report

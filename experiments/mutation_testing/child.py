@@ -18,7 +18,6 @@ import os
 import signal
 import sys
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -56,17 +55,24 @@ def run_forked(spec: dict[str, Any]) -> NoReturn:
             os._exit(code)
 
 
-def run(spec: dict[str, Any]) -> int:
-    run_dir = Path(spec["run_dir"])
+def enter(spec: dict[str, Any], run_dir: Path) -> None:
+    """What every run's process does first: its output to files, its private copy as the
+    working directory and on ``sys.path``, bytecode outside the user's tree, the guard."""
     _redirect_output(run_dir)
     workdir, root = spec["workdir"], spec["root"]
+    stay_in_mirror(workdir)
     os.chdir(workdir)
     sys.path[:] = _private_path(sys.path, root, workdir, spec["cwd_on_path"])
     sys.argv = ["pytest", *spec["pytest_args"]]
     sys.pycache_prefix = spec["pycache"]  # shared by the session's runs, never the user's
     sys.dont_write_bytecode = False
     guard.install(workdir, protected=[root], allowed=[str(run_dir), spec["pycache"]])
-    sys.addaudithook(partial(_stay_in_mirror, os.path.dirname(workdir)))
+
+
+def run(spec: dict[str, Any]) -> int:
+    run_dir = Path(spec["run_dir"])
+    enter(spec, run_dir)
+    workdir = spec["workdir"]
     aliases: dict[str, str] = {}
     counters: list[int] = []
     probed: set[int] = set()
@@ -95,16 +101,27 @@ def run(spec: dict[str, Any]) -> int:
         **(watch.result() if watch is not None else {}),
     }
     guard.uninstall()
-    _write_json(run_dir / RESULT_FILE, result)
+    write_result(run_dir, result)
     return 0
 
 
-def _stay_in_mirror(mirror: str, event: str, args: tuple) -> None:
+_mirror: list[str] = []  # the current run's mirror (one audit hook per process serves it)
+
+
+def stay_in_mirror(workdir: str) -> None:
+    """From now on a ``chdir`` into this run's mirror stays in it (``_stay_in_mirror``)."""
+    if not _mirror:
+        sys.addaudithook(_stay_in_mirror)
+    _mirror[:] = [os.path.dirname(os.path.abspath(workdir))]
+
+
+def _stay_in_mirror(event: str, args: tuple) -> None:
     """Before ``os.chdir`` into a mirrored folder (a conftest moving to its tests' folder),
     make each folder on the way a real folder of symlinks: through a symlink the working
     directory would resolve into the user's tree, where every relative write is refused."""
     if event != "os.chdir" or not args or not isinstance(args[0], str | bytes | os.PathLike):
         return
+    mirror = _mirror[0]
     path = os.path.abspath(os.fsdecode(args[0]))
     if not path.startswith(mirror + os.sep):
         return
@@ -136,8 +153,9 @@ def _private_path(path: list[str], root: str, workdir: str, cwd_first: bool) -> 
     return list(dict.fromkeys(private))
 
 
-def _write_json(path: Path, data: Any) -> None:
-    temporary = path.with_suffix(".tmp")
+def write_result(run_dir: Path, data: Any) -> None:
+    temporary = run_dir / (RESULT_FILE + ".tmp")
+    path = run_dir / RESULT_FILE
     temporary.write_text(json.dumps(data), encoding="utf-8")
     os.replace(temporary, path)
 

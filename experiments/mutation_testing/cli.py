@@ -78,6 +78,12 @@ def build_parser() -> Parser:
         help="a new interpreter per mutant instead of a fork (slower)",
     )
     parser.add_argument(
+        "--cold-project",
+        action="store_true",
+        help="each mutant's child imports the project and collects the tests itself "
+        "(default: forked from a process that did both once)",
+    )
+    parser.add_argument(
         "--all-tests",
         action="store_true",
         help="run every test for every mutant (no coverage-based selection)",
@@ -175,6 +181,7 @@ def _session(args, root, out, command, targets, jobs) -> int:
         timeout_factor=args.timeout_factor,
         fresh=args.fresh,
         select_tests=not args.all_tests,
+        warm_project=not args.cold_project,
     )
     made = not args.out and output.ignored_by_git(out)
     done = session.run(options, targets, jobs, progress=_progress)

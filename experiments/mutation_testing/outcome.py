@@ -41,6 +41,7 @@ class Row:
     # Killed with no test's verdict: what the first failing test crashed with (``TypeError``)
     crash: str = ""
     detail: str = ""
+    warm: bool = False  # forked from the warm project's server (no import, no collection)
     sha256: str = ""
     cached: bool = False
 

@@ -89,6 +89,17 @@ class Observer:
             }
         )
 
+    def restart(self, selection: list[str] | None, aliases: Mapping[str, str]) -> None:
+        """A warm project's run (``server``): the collection is the server's; what this
+        run records starts empty."""
+        self.selection = None if selection is None else set(selection)
+        self.aliases = {os.path.realpath(path): name for path, name in aliases.items()}
+        self.failed, self.errors, self.durations = [], [], {}
+
+    def select(self, session: pytest.Session) -> None:
+        """Keep the selected tests of the server's collection, in its order."""
+        self.pytest_collection_modifyitems(session.config, session.items)
+
     def _file(self, path: str) -> str:
         return self.aliases.get(os.path.realpath(path), path)
 

@@ -33,6 +33,7 @@ CSV_FIELDS = (
     "tests_s",
     "cpu_s",
     "detail",
+    "warm",
     "sha256",
     "cached",
 )

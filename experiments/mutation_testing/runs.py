@@ -98,6 +98,7 @@ def pytest_spec(
             "name": job.target.name,
             "paths": [str(prepared.workdir / job.target.name), job.target.path],
             "source": job.mutant.source,
+            "original": job.target.source,
             "regions": reach.regions(job.target.source, job.mutant.source),
         }
     return spec

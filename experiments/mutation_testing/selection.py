@@ -24,6 +24,9 @@ EVERY_TEST = None
 class Selection:
     tests: list[str] | None  # None: every test (no narrowing); []: no test ran the lines
     why: str
+    # Whether the changed lines may have run while the tests were imported and collected
+    # (True where the baseline cannot tell): then a warm project cannot take the mutant.
+    at_import: bool = True
 
 
 def select(job: Job, baseline: dict[str, Any]) -> Selection:
@@ -51,5 +54,6 @@ def select(job: Job, baseline: dict[str, Any]) -> Selection:
             chosen.add(context)
     ordered = [item["id"] for item in items if item["id"] in chosen]
     if not ordered:
-        return Selection([], "no test executed the changed lines")
-    return Selection(ordered, f"{len(ordered)} of {len(items)} tests executed the changed lines")
+        return Selection([], "no test executed the changed lines", at_import=False)
+    why = f"{len(ordered)} of {len(items)} tests executed the changed lines"
+    return Selection(ordered, why, at_import=False)

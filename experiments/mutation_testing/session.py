@@ -22,7 +22,7 @@ from typing import Any
 from experiments.harness import reaper, workdir
 from experiments.mutation_testing import baseline as baseline_run
 from experiments.mutation_testing import cache as caching
-from experiments.mutation_testing import runs
+from experiments.mutation_testing import hotswap, runs
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
 from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
@@ -34,6 +34,7 @@ from experiments.mutation_testing.outcome import (
     row_for,
 )
 from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
+from experiments.mutation_testing.warm import WarmProject, ready_timeout, verify
 
 TIMEOUT_SLACK_S = 5.0
 
@@ -47,6 +48,7 @@ class Options:
     timeout_factor: float = 4.0
     fresh: bool = False  # a new interpreter per mutant (the benchmark's comparison)
     select_tests: bool = True  # False: every mutant runs every test
+    warm_project: bool = True  # fork runs from a server that imported and collected once
 
 
 @dataclass
@@ -96,7 +98,7 @@ def run(
                     store.put_baseline(base_key, base)
                 outcome.baseline = base
                 outcome.notes += baseline_notes(base)
-                for row in _run_all(options, setting, pool, base, todo):
+                for row in _run_all(options, setting, pool, base, todo, outcome.notes):
                     rows[row.identity] = row
                     store.put(keys[row.identity], {**row.as_dict(), "cached": False})
                     outcome.ran += row.wall_s > 0  # unreached by coverage: no run
@@ -112,21 +114,71 @@ def run(
 
 
 def _run_all(
-    options: Options, setting: runs.Setting, pool: Pool, base: dict[str, Any], jobs: list[Job]
+    options: Options,
+    setting: runs.Setting,
+    pool: Pool,
+    base: dict[str, Any],
+    jobs: list[Job],
+    notes: list[str],
 ) -> Iterator[Row]:
-    pending: list[tuple[Job, Selection]] = []
+    pending: list[tuple[Job, Selection, bool]] = []
     for job in jobs:
-        chosen = select(job, base) if options.select_tests else Selection(EVERY_TEST, "all")
+        chosen = select(job, base)
+        if not options.select_tests:
+            chosen = Selection(EVERY_TEST, "all", at_import=chosen.at_import)
         if chosen.tests == []:
             yield row_for(job, "unreached", tests_run=0, detail=chosen.why)
-        else:
-            pending.append((job, chosen))
-    started: dict[int, tuple[Job, Selection, runs.Prepared]] = {}
+            continue
+        swappable = not chosen.at_import and not hotswap.swappable(
+            job.target.source, job.mutant.source, job.target.path
+        )
+        pending.append((job, chosen, swappable))
+    started: dict[int, tuple[Job, Selection, runs.Prepared, bool]] = {}
+    project = _warm_project(options, setting, pool, base, pending, notes)
     try:
-        yield from _run_pending(options, setting, pool, base, pending, started)
+        yield from _run_pending(options, setting, pool, base, pending, started, project)
     finally:  # interrupted: the private copies of runs that never ended go too
-        for _job, _chosen, prepared in started.values():
+        if project is not None:
+            project.close()
+        for _job, _chosen, prepared, _warm in started.values():
             workdir.remove(prepared.workdir)
+
+
+def _warm_project(
+    options: Options,
+    setting: runs.Setting,
+    pool: Pool,
+    base: dict[str, Any],
+    pending: list[tuple[Job, Selection, bool]],
+    notes: list[str],
+) -> WarmProject | None:
+    """The server for the mutants it can take, started and checked; None when it cannot
+    serve (said in the notes when some mutant could have used it)."""
+    warm = [(job, chosen) for job, chosen, swappable in pending if swappable]
+    if not (warm and options.warm_project and setting.command.is_pytest and not setting.fresh):
+        return None
+    project = WarmProject(setting, base.get("plugins"))
+    targets = sorted({job.target.path for job, _ in warm})
+    why = project.start(targets, ready_timeout(base["wall_s"]))
+    if not why:
+        wanted = [test for _, chosen in warm for test in chosen.tests or []]
+        every = any(chosen.tests is None for _, chosen in warm)
+        tests = None if every else list(dict.fromkeys(wanted))
+        why = verify(project, pool, setting, tests, deadline(base, tests, options.timeout_factor))
+    if why:
+        project.close()
+        notes.append(
+            f"the project could not be imported and collected once for every mutant: {why}; "
+            "each mutant's child imported and collected afresh"
+        )
+        return None
+    cold = len(pending) - len(warm)
+    if cold:
+        notes.append(
+            f"{cold} of {len(pending)} mutants ran in a child that imported and collected "
+            "afresh (a change at import, or code run while the tests were collected)"
+        )
+    return project
 
 
 def _run_pending(
@@ -134,24 +186,28 @@ def _run_pending(
     setting: runs.Setting,
     pool: Pool,
     base: dict[str, Any],
-    pending: list[tuple[Job, Selection]],
-    started: dict[int, tuple[Job, Selection, runs.Prepared]],
+    pending: list[tuple[Job, Selection, bool]],
+    started: dict[int, tuple[Job, Selection, runs.Prepared, bool]],
+    project: WarmProject | None,
 ) -> Iterator[Row]:
     unprobed = base.get("unprobed") or {}
     number = 0
     while pending or started:
         while pending and not pool.full:
-            job, chosen = pending.pop(0)
+            job, chosen, swappable = pending.pop(0)
             number += 1
             prepared = runs.prepare(setting, number, job)
             timeout = deadline(base, chosen.tests, options.timeout_factor)
-            runs.start(
-                setting, pool, number, timeout, prepared, job, chosen.tests, None,
-                base.get("plugins"),
-            )  # fmt: skip
-            started[number] = (job, chosen, prepared)
+            plugins = base.get("plugins")
+            spec = runs.pytest_spec(setting, prepared, job, chosen.tests, None, plugins)
+            warm = bool(swappable and project and project.start_run(pool, number, timeout, spec))
+            if not warm:
+                runs.start(
+                    setting, pool, number, timeout, prepared, job, chosen.tests, None, plugins
+                )
+            started[number] = (job, chosen, prepared, warm)
         for finished in pool.wait():
-            job, chosen, prepared = started.pop(finished.key)
+            job, chosen, prepared, warm = started.pop(finished.key)
             result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
             trust_reach = not base.get("spawned") and job.target.name not in unprobed
             status, killed_by, detail = classify(job, finished.exit_code, result, tail, trust_reach)
@@ -167,6 +223,7 @@ def _run_pending(
                 tests_s=round(sum(ran.values()), 3),
                 cpu_s=round(finished.cpu_s, 3),
                 detail=detail,
+                warm=warm,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
 
