@@ -78,6 +78,10 @@ def pytest_spec(
     args += setting.command.pytest_args or ()
     if not any(arg.startswith("--basetemp") for arg in args):
         args.append(f"--basetemp={prepared.run_dir / 'tmp'}")
+    if job is not None:
+        # Nobody reads a mutant's output (the plugin records each failure): no traceback
+        # rendered, no colour (a killed run spent ~0.8 s on them on a public project).
+        args += ["--tb=no", "--color=no"]
     spec: dict[str, Any] = {
         "run_dir": str(prepared.run_dir),
         "workdir": str(prepared.workdir),

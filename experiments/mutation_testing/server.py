@@ -135,6 +135,7 @@ class Server:
         mutant = spec.get("mutant")
         aliases: dict[str, str] = {}
         if mutant:
+            config.option.tbstyle = "no"  # as ``runs.pytest_spec`` asks of a cold run
             paths = [os.path.join(shared, mutant["name"]), *mutant["paths"]]
             aliases = {path: mutant["name"] for path in paths}
             self.counters, self.probed = _put_in(mutant, paths, self.functions)
