@@ -37,9 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from collections import Counter
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 SUITES = Path(__file__).resolve().parent / "public_suites.toml"
@@ -207,9 +208,7 @@ def table(results: dict[str, dict]) -> str:
             statuses = ", ".join(f"{k} {v}" for k, v in sorted(result["statuses"].items()))
             if result.get("stopped_at_cap_s"):
                 statuses += f" (stopped at {result['stopped_at_cap_s']:.0f} s)"
-            runs = (
-                f"{result['runs']} ({result['warm_runs']})" if "runs" in result else ""
-            )
+            runs = f"{result['runs']} ({result['warm_runs']})" if "runs" in result else ""
             overhead = (
                 f"{result['overhead_median_s']} ({result['overhead_max_s']})"
                 if result.get("overhead_median_s") is not None

@@ -58,7 +58,7 @@ SCHEDULE = expected_lrs(lambda optimizer: StepLR(optimizer, 2, 0.5), 0.1, 6)
 
 
 def test_expected_lrs_simulates_the_scheduler():
-    assert SCHEDULE == pytest.approx([0.1, 0.05, 0.05, 0.025, 0.025, 0.0125])
+    assert pytest.approx([0.1, 0.05, 0.05, 0.025, 0.025, 0.0125]) == SCHEDULE
 
 
 def test_lr_schedule_passes_when_the_scheduler_steps_per_epoch():
