@@ -29,6 +29,7 @@ from experiments.checks.modes import (
 from experiments.checks.schedules import (
     check_lr_changes,
     check_lr_schedule,
+    check_lr_trace,
     check_plateau_reaction,
     expected_lrs,
     lr_trace,
@@ -51,6 +52,7 @@ __all__ = [
     "check_loss_decreases",
     "check_lr_changes",
     "check_lr_schedule",
+    "check_lr_trace",
     "check_next_token_targets",
     "check_overfit_batch",
     "check_params_change",

@@ -66,17 +66,33 @@ def check_lr_schedule(
     re-created one), wrong settings (step size, gamma). Cannot catch: a schedule that is
     right but badly chosen."""
     __tracebackhide__ = True  # pytest shows the caller's line, not the check's
-    trace = lr_trace(optimizer, advance, len(expected))
+    return check_lr_trace(lr_trace(optimizer, advance, len(expected)), expected, rel_tol=rel_tol)
+
+
+def check_lr_trace(
+    trace: Sequence[float], expected: Sequence[float], *, rel_tol: float = 1e-6
+) -> list[float]:
+    """``check_lr_schedule`` on a trace the test recorded itself (a ``main()`` that runs
+    every epoch, its epoch function replaced by one that notes the learning rate)."""
+    __tracebackhide__ = True
+    if len(trace) != len(expected):
+        raise fail(
+            "check_lr_trace",
+            f"{len(expected)} learning rates (one per step)",
+            f"{len(trace)}: {_brief(trace)}",
+            "The loop ran another number of epochs or steps than the schedule has.",
+        )
     for step, (seen, wanted) in enumerate(zip(trace, expected), start=1):
         if not math.isclose(seen, wanted, rel_tol=rel_tol, abs_tol=1e-12):
             raise fail(
                 "check_lr_schedule",
-                f"the learning rate {wanted:.4g} after step {step} (schedule {_brief(expected)})",
+                f"the learning rate {wanted:.4g} at step {step} (schedule {_brief(expected)})",
                 f"{seen:.4g} (trace {_brief(trace)})",
                 "The scheduler is not stepped, stepped at another unit (per batch instead of "
-                "per epoch), built on another optimizer, or set up differently.",
+                "per epoch), built on another optimizer, restored wrongly on resume, or set "
+                "up differently.",
             )
-    return trace
+    return list(trace)
 
 
 def check_lr_changes(
