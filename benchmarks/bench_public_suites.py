@@ -89,12 +89,15 @@ def _env(project: dict, **extra: str) -> dict[str, str]:
     return {**os.environ, **project.get("env", {}), "PYTHONPATH": path, **extra}
 
 
-def trainwreck(project: dict, folder: Path, out: Path, workers: int, *flags: str) -> dict:
+def trainwreck(
+    project: dict, folder: Path, out: Path, workers: int, *flags: str, keep: bool = False
+) -> dict:
     argv = ["nice", "-n", "10", sys.executable, "-m", "experiments.cli", "test"]
     for file in project["mutate"]:
         argv += ["--mutate", file]
     argv += ["--workers", str(workers), "--out", str(out), *flags, "--", *project["tests"]]
-    shutil.rmtree(out, ignore_errors=True)
+    if not keep:  # keep: a rerun on the same results (its cache)
+        shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     done = subprocess.run(
         argv, cwd=folder, env=_env(project), capture_output=True, text=True, check=False
@@ -109,6 +112,7 @@ def trainwreck(project: dict, folder: Path, out: Path, workers: int, *flags: str
 
 def summarise(rows: list[dict], wall: float, summary: str) -> dict:
     ran = [row for row in rows if float(row["wall_s"]) > 0 and row["cached"] == "False"]
+    cached = sum(row["cached"] == "True" for row in rows)
     overheads = [float(row["wall_s"]) - float(row["tests_s"]) for row in ran]
     counts = Counter(row["status"] for row in rows)
     scored = counts["killed"] + counts["survived"]
@@ -120,6 +124,7 @@ def summarise(rows: list[dict], wall: float, summary: str) -> dict:
         if scored
         else "n/a",
         "runs": len(ran),
+        "cached": cached,
         "warm_runs": sum(row.get("warm") == "True" for row in ran),
         "crash_kills": sum(1 for row in rows if row["status"] == "killed" and row.get("crash")),
         "overhead_median_s": round(statistics.median(overheads), 3) if overheads else None,
