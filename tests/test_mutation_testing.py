@@ -495,3 +495,23 @@ def test_the_swap_reaches_every_function_object_made_from_the_file(tmp_path: Pat
     assert {f.__code__.co_name for f in found} >= {"total", "double", "wrapper", "__init__"}
     assert hotswap.swap(found, MODULE, path, compile(mutant, path, "exec")) == len(found)
     assert held(4) == 12 and method(namespace["Net"](), 3) == 7
+
+
+def test_a_survivor_names_its_tests_the_check_and_a_test_that_parses() -> None:
+    """What a maintainer gets for a survivor: the tests that ran its line, the check of
+    trainwreck.checks that would catch it, and a test skeleton calling it."""
+    import ast
+
+    from experiments.mutation_testing import survivors
+
+    job = _job(TRAIN)  # drop_zero_grad in train.py's step()
+    row = outcome.row_for(job, "survived", covered_by=["t::a", "t::b"], tests_run=2)
+    text = report.markdown([row], [job], "pytest", [])
+    assert "Ran by: 2 tests (`t::a`, `t::b`), none failed." in text
+    assert "Catch it with trainwreck.checks.check_params_change" in text
+    test = survivors.skeleton(job)
+    ast.parse(test)
+    assert "from train import step" in test and "check_params_change(model, batch, step)" in test
+    retained = _job(TRAIN, "retain_graph_left_in")  # memory only: no check sees it
+    assert "No check of trainwreck.checks catches it: memory per step" in report.catch_it(retained)
+    assert survivors.skeleton(retained) == ""

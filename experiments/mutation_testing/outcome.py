@@ -35,6 +35,8 @@ class Row:
     # Per ``killed_by`` entry, what that test failed with: ``phase:Class`` (``failure_kinds``)
     failed_with: list[str] = field(default_factory=list)
     tests_run: int | None = None  # None: every test the command collects
+    # The tests that ran its changed lines in the baseline ([] with no per-test lines)
+    covered_by: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     tests_s: float = 0.0  # the selected tests' own time (pytest's durations)
     cpu_s: float = 0.0  # the run's CPU time, which a busy machine does not inflate

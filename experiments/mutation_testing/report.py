@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from experiments.mutation_testing.discovery import Job
 from experiments.mutation_testing.outcome import SCORED, STATUSES, Row
+from experiments.mutation_testing.survivors import advice, skeleton
 
 CSV_FIELDS = (
     "identity",
@@ -29,6 +30,7 @@ CSV_FIELDS = (
     "failed_with",
     "crash",
     "tests_run",
+    "covered_by",
     "wall_s",
     "tests_s",
     "cpu_s",
@@ -136,13 +138,20 @@ def markdown(rows: Sequence[Row], jobs: Sequence[Job], command: str, notes: Sequ
         parts += [
             f"### `{row.identity}` ({row.file}:{row.line})",
             "",
+            f"Ran by: {ran_by(row)}.",
+            "",
             *(f"Check: {check}" for check in job.checks if check),
             "",
             "```diff",
             job.mutant.diff.rstrip(),
             "```",
             "",
+            catch_it(job),
+            "",
         ]
+        test = skeleton(job)
+        if test:
+            parts += ["```python", test.rstrip(), "```", ""]
     parts += ["## Every mutant", "", markdown_table(_every(rows)), ""]
     return "\n".join(parts)
 
@@ -165,6 +174,7 @@ def csv_text(rows: Sequence[Row]) -> str:
         values = row.as_dict()
         values["killed_by"] = ";".join(row.killed_by)
         values["failed_with"] = ";".join(row.failed_with)
+        values["covered_by"] = ";".join(row.covered_by)
         writer.writerow({name: values[name] for name in CSV_FIELDS})
     return stream.getvalue()
 
@@ -175,7 +185,9 @@ def terminal(rows: Sequence[Row], jobs: Sequence[Job], limit: int = 10) -> str:
     found = survivors(rows, jobs)
     for row, job in found[:limit]:
         parts += ["", f"survived: {row.identity} ({row.file}:{row.line})"]
+        parts.append(f"  ran by: {ran_by(row)}")
         parts += [f"  check: {check}" for check in job.checks if check]
+        parts.append(f"  {catch_it(job)} (a test skeleton in mutation-report.md)")
         parts += ["  " + line for line in job.mutant.diff.rstrip().splitlines()]
     if len(found) > limit:
         parts.append(f"\n... and {len(found) - limit} more survivors in mutation-report.md")
@@ -188,6 +200,23 @@ def terminal(rows: Sequence[Row], jobs: Sequence[Job], limit: int = 10) -> str:
         if len(crashed) > limit:
             parts.append(f"  ... and {len(crashed) - limit} more in mutation-report.md")
     return "\n".join(parts)
+
+
+def ran_by(row: Row, shown: int = 3) -> str:
+    """The tests that ran the survivor's changed lines, as the baseline recorded them."""
+    tests = row.covered_by
+    if not tests:
+        return "every test (no per-test lines for it)" if row.tests_run is None else "its tests"
+    names = ", ".join(f"`{test}`" for test in tests[:shown])
+    more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
+    return f"{len(tests)} {'test' if len(tests) == 1 else 'tests'} ({names}{more}), none failed"
+
+
+def catch_it(job: Job) -> str:
+    found = advice(job)
+    if found.check:
+        return f"Catch it with trainwreck.checks.{found.check}: {found.why}."
+    return f"No check of trainwreck.checks catches it: {found.why}."
 
 
 def _plain(cells: list[list[str]]) -> str:

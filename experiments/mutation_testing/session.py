@@ -218,6 +218,7 @@ def _run_pending(
                 killed_by=killed_by,
                 failed_with=failure_kinds(killed_by, result),
                 crash=crash_kind(killed_by, result) if status == "killed" else "",
+                covered_by=list(chosen.tests or []),
                 tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
