@@ -512,6 +512,8 @@ def test_a_survivor_names_its_tests_the_check_and_a_test_that_parses() -> None:
     test = survivors.skeleton(job)
     ast.parse(test)
     assert "from train import step" in test and "check_params_change(model, batch, step)" in test
-    retained = _job(TRAIN, "retain_graph_left_in")  # memory only: no check sees it
+    from types import SimpleNamespace
+
+    retained = SimpleNamespace(mutant=SimpleNamespace(operators=["retain_graph_left_in"]))
     assert "No check of trainwreck.checks catches it: memory per step" in report.catch_it(retained)
     assert survivors.skeleton(retained) == ""
