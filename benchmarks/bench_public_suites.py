@@ -234,6 +234,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--mutmut-cap", type=float, default=900.0)
     parser.add_argument("--no-mutmut", action="store_true")
+    parser.add_argument("--mutmut-only", action="store_true", help="skip trainwreck test")
     parser.add_argument(
         "--results", type=Path, default=Path(tempfile.gettempdir()) / "trainwreck-public-suites"
     )
@@ -246,8 +247,10 @@ def main() -> None:
             prepare(args.prepare, args.checkouts, project)
         folder = checkout(args.checkouts, project)
         out = args.results / project["name"]
-        found = {"trainwreck test": trainwreck(project, folder, out / "trainwreck", args.workers)}
-        print(project["name"], json.dumps(found["trainwreck test"]), flush=True)
+        found = {}
+        if not args.mutmut_only:
+            found["trainwreck test"] = trainwreck(project, folder, out / "trainwreck", args.workers)
+            print(project["name"], json.dumps(found["trainwreck test"]), flush=True)
         if not args.no_mutmut:
             found["mutmut"] = mutmut(project, folder, out / "mutmut", args.workers, args.mutmut_cap)
             print(project["name"], "mutmut", json.dumps(found["mutmut"]), flush=True)
