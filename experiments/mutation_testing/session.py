@@ -10,6 +10,7 @@ runs (collection and the first test's one-time costs included), plus ``TIMEOUT_S
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -98,12 +99,16 @@ def run(
                     store.put_baseline(base_key, base)
                 outcome.baseline = base
                 outcome.notes += baseline_notes(base)
-                for row in _run_all(options, setting, pool, base, todo, outcome.notes):
-                    rows[row.identity] = row
-                    store.put(keys[row.identity], {**row.as_dict(), "cached": False})
-                    outcome.ran += row.wall_s > 0  # unreached by coverage: no run
-                    if progress:
-                        progress(row, len(rows), len(jobs))
+                # closing: on Ctrl-C or SIGTERM the generator's own cleanup (the warm
+                # project's server, the runs' private copies) runs now, not at collection
+                running = _run_all(options, setting, pool, base, todo, outcome.notes)
+                with contextlib.closing(running):
+                    for row in running:
+                        rows[row.identity] = row
+                        store.put(keys[row.identity], {**row.as_dict(), "cached": False})
+                        outcome.ran += row.wall_s > 0  # unreached by coverage: no run
+                        if progress:
+                            progress(row, len(rows), len(jobs))
         finally:
             pool.close()
             store.close()
