@@ -11,7 +11,8 @@ commit, with its ``install`` requirements and the project itself (``pip install 
 
 Per project:
 
-- ``trainwreck test --mutate FILE... --workers W -- TESTS`` (every operator): wall time,
+- ``trainwreck test --mutate FILE... --workers W --timeout-factor 10 -- TESTS`` (every
+  operator; the factor as in ``bench_checks.py``, for a machine whose load changes): wall time,
   mutants by status, the score, how many runs were forked from the warm project, and the
   overhead per run (its wall time minus its tests' own time), median and max;
 - mutmut 3 on the same files (``only_mutate``) and tests
@@ -95,7 +96,11 @@ def trainwreck(
     argv = ["nice", "-n", "10", sys.executable, "-m", "experiments.cli", "test"]
     for file in project["mutate"]:
         argv += ["--mutate", file]
-    argv += ["--workers", str(workers), "--out", str(out), *flags, "--", *project["tests"]]
+    # --timeout-factor 10, as bench_checks.py: the machine's load changes while the
+    # benchmark runs (other jobs), and at the default 4 a run of one public suite timed
+    # out at its deadline on a load three times the baseline's.
+    argv += ["--workers", str(workers), "--out", str(out), "--timeout-factor", "10"]
+    argv += [*flags, "--", *project["tests"]]
     if not keep:  # keep: a rerun on the same results (its cache)
         shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()

@@ -393,6 +393,12 @@ def test_the_baseline_says_what_its_probes_cannot_see(tmp_path: Path, monkeypatc
         for name in ("pkg_tw_b", "pkg_tw_b.train"):
             sys.modules.pop(name, None)
     assert "read as a file in t::a" in found["unprobed"]["pkg_tw_a/train.py"]
+    # Only a process that may run the mutated code makes every test run: not ``uname``.
+    recorder.enter("t::b")
+    watch.audit("subprocess.Popen", ("uname", ["uname", "-p"], None, None))
+    assert watch.result()["spawned"] == []
+    watch.audit("subprocess.Popen", (sys.executable, [sys.executable, "-c", "1"], None, None))
+    assert watch.result()["spawned"][0].startswith("t::b: subprocess.Popen")
     assert found["elsewhere"] == {"pkg_tw_b/train.py": str(other / "pkg_tw_b" / "train.py")}
 
 

@@ -49,7 +49,7 @@ class Watch:
     def audit(self, event: str, args: tuple) -> None:
         if event == "open":
             self._opened(args)
-        elif event in SPAWNS and self.recorder.context != COLLECT:
+        elif event in SPAWNS and self.recorder.context != COLLECT and _may_run_python(event, args):
             # Plugins start some processes (``git``) outside tests: those do not matter.
             self.spawned.add(f"{self.recorder.context}: {event} {args[:2]!r}"[:300])
 
@@ -84,6 +84,23 @@ class Watch:
             if copy is not None:
                 elsewhere[target["name"]] = copy
         return {"spawned": sorted(self.spawned), "unprobed": unprobed, "elsewhere": elsewhere}
+
+
+def _may_run_python(event: str, args: tuple) -> bool:
+    """Whether a started process may run the mutated code: a fork, a Python interpreter, a
+    shell (which may start one); not ``uname`` (``platform.processor()``), ``git``..."""
+    if event in ("os.fork", "os.forkpty", "os.system"):
+        return True
+    program = args[0] if args else None
+    if isinstance(program, list | tuple):
+        program = program[0] if program else None
+    if not isinstance(program, str | bytes | os.PathLike):
+        return True
+    name = os.path.basename(os.fsdecode(program))
+    interpreters = ("python", "pypy", "sh", "bash", "dash", "zsh", "env", "pytest", "make")
+    return name.startswith(interpreters) or os.path.realpath(
+        os.fsdecode(program)
+    ) == os.path.realpath(sys.executable)
 
 
 def _imported_copy(name: str, real: str) -> str | None:
