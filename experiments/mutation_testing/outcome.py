@@ -64,6 +64,19 @@ def row_for(job: Job, status: str, **values: Any) -> Row:
     )
 
 
+def bug_ran(result: dict[str, Any], trust_reach: bool = True) -> bool | None:
+    """Whether the mutant's bug ran in this run: False (it did not), True, or None (cannot
+    tell). The one place that decides it. Today: the reach probes, whether a changed line
+    executed (None when they cannot be trusted: lines run in other processes). Issue 28's
+    witnesses (the runtime fact that makes a run this bug: a backward into a stale
+    ``.grad``, a dropout module in the wrong mode) belong here, read from ``result`` as the
+    child records them; a run without its witness then ends ``unconfirmed``, outside the
+    score, instead of ``survived``."""
+    if not trust_reach:
+        return None
+    return reach_summary(result.get("reach"))["reached"]
+
+
 def classify(
     job: Job,
     exit_code: int | None,
@@ -77,10 +90,9 @@ def classify(
     if result is None:
         last = tail.strip().splitlines()[-1:] or [""]
         return "killed", ["<the test process died>"], f"exit {exit_code} {last[0]}".strip()
-    reached = reach_summary(result.get("reach"))["reached"]
     failed = list(result.get("failed") or [])
     passed = int(result.get("exit", exit_code)) == 0
-    if reached is False and trust_reach:
+    if bug_ran(result, trust_reach) is False:
         if passed:
             return "unreached", [], "the changed lines never ran"
         note = "failed although the changed lines never ran: a flaky test?"
