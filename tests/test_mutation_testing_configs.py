@@ -125,3 +125,15 @@ def test_tests_that_fail_warm_run_cold_with_a_note(tmp_path: Path) -> None:
     report = (project / "results" / "mutation-testing" / "mutation-report.md").read_text()
     assert "could not be imported and collected once for every mutant" in report
     assert "test_writes_a_sample_beside_itself" in report
+
+
+def test_a_thread_started_at_collection_keeps_every_run_cold(tmp_path: Path) -> None:
+    """Forking a process in which another thread runs copies only the forking thread: a
+    lock that thread held stays held in the run. The server declines, and says why."""
+    project = _configured(tmp_path, "thread_conftest")
+    done = _test(project, *ARGV)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(project)
+    assert rows[STEP]["status"] == "killed" and rows[STEP]["warm"] == "False"
+    report = (project / "results" / "mutation-testing" / "mutation-report.md").read_text()
+    assert "threads run after collection (watchdog)" in report

@@ -32,6 +32,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, NoReturn
@@ -66,6 +67,12 @@ class Server:
     def pytest_runtestloop(self, session: pytest.Session):
         if session.testsfailed and not session.config.option.continue_on_collection_errors:
             self.reply(failed=f"{session.testsfailed} errors while collecting the tests")
+            os._exit(0)
+        others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+        if others:
+            # A fork copies only this thread: a lock another one holds (logging's, a
+            # queue's) stays held in every run, which would hang on it.
+            self.reply(failed=f"threads run after collection ({', '.join(others[:3])})")
             os._exit(0)
         self.functions = hotswap.functions_of(self.spec["targets"])
         self.cwd = os.getcwd()
