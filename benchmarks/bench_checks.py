@@ -284,19 +284,14 @@ def render(
 # -- running ----------------------------------------------------------------------------------
 
 
-def tests_command(loop: str) -> list[str]:
-    return [
-        "python",
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        f"tests/loop_checks/test_{loop}.py",
-    ]
+def tests_command(loop: str, only: str | None = None) -> list[str]:
+    command = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    return [*command, f"tests/loop_checks/test_{loop}.py", *(["-k", only] if only else [])]
 
 
-def run_loop(loop: str, workers: int, results: Path, timeout_factor: float) -> float:
+def run_loop(
+    loop: str, workers: int, results: Path, timeout_factor: float, only: str | None = None
+) -> float:
     """``trainwreck test`` on one loop; its wall time. Stops with the command's last
     lines when it fails (an unmutated loop whose check tests fail: nothing to measure)."""
     argv = [
@@ -308,7 +303,7 @@ def run_loop(loop: str, workers: int, results: Path, timeout_factor: float) -> f
         f"reference_loops/{loop}.py",
     ]
     argv += ["--workers", str(workers), "--timeout-factor", str(timeout_factor)]
-    argv += ["--out", str(results / loop), "--", *tests_command(loop)]
+    argv += ["--out", str(results / loop), "--", *tests_command(loop, only)]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
@@ -349,6 +344,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--timeout-factor", type=float, default=10.0)
     parser.add_argument("--out", type=Path, help="also write the tables (markdown) here")
     parser.add_argument("--aggregate-only", action="store_true", help="read --results, run nothing")
+    parser.add_argument(
+        "--only", metavar="EXPR", help="only the check tests pytest -k EXPR selects (new checks)"
+    )
     args = parser.parse_args(argv)
     loops = [name for name in args.loops.split(",") if name]
     unknown = sorted(set(loops) - set(loop_names()))
@@ -361,7 +359,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         None
         if args.aggregate_only
         else {
-            loop: run_loop(loop, args.workers, args.results, args.timeout_factor) for loop in loops
+            loop: run_loop(loop, args.workers, args.results, args.timeout_factor, args.only)
+            for loop in loops
         }
     )
     mutants: list[Mutant] = []
@@ -377,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     header = [
         f"Command: `{command}` (per loop: `trainwreck test --mutate reference_loops/<loop>.py "
-        f"--workers {args.workers} --timeout-factor {args.timeout_factor:g} -- {' '.join(tests_command('<loop>'))}`)",
+        f"--workers {args.workers} --timeout-factor {args.timeout_factor:g} -- {' '.join(tests_command('<loop>', args.only))}`)",
         f"Machine: {machine()}. Date: {began:%Y-%m-%d %H:%M}-{datetime.now(timezone.utc):%H:%M} UTC.",
         f"Mutants: {len(mutants)} ({runs['run']} run, {runs['cached']} from the cache).",
     ]

@@ -1,7 +1,16 @@
 """What ``trainwreck test`` costs and finds on ``tests/projects/tested_pkg``, against a fresh
-interpreter per mutant and against mutmut 3 on the same project.
+interpreter per mutant and against mutmut 3 on the same project; or, with ``--public``,
+what a mutant costs beyond its tests on public projects, warm project against cold.
 
     python benchmarks/bench_mutation_testing.py [--workers 1] [--mutmut PATH] [--json FILE]
+    python benchmarks/bench_mutation_testing.py --public NAME[,NAME] --checkouts DIR [--workers 2]
+
+``--public``: projects of ``benchmarks/public_suites.toml``, checked out as
+``bench_public_suites.py --prepare`` makes them; per project, ``fork`` (the default: runs
+forked from the warm project's server), ``fork, cold project`` (``--cold-project``: each
+child imports the project and collects the tests) and ``rerun`` (``fork`` again, all
+cached), each under ``nice``; per run, its wall time beyond its selected tests' own time is
+the overhead issue 30 bounds at 1.0 s (median, on 2 busy cores).
 
 Each configuration runs in its own copy of the project with an empty results folder (no
 cache), one after the other:
@@ -146,7 +155,11 @@ def main() -> None:
         help="also run mutmut without OMP_NUM_THREADS=1, stopped after S seconds",
     )
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--public", help="public projects (benchmarks/public_suites.toml)")
+    parser.add_argument("--checkouts", type=Path, help="where --public projects are checked out")
     args = parser.parse_args()
+    if args.public:
+        return public(args)
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-mt-") as scratch:
 
@@ -199,6 +212,36 @@ def main() -> None:
             f"| {name} | {result['wall_s']} | {result['mutants']} | {result.get('runs', '')} "
             f"| {statuses} | {overhead} | {result.get('cpu_median_s') or ''} |"
         )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine, **results}, indent=2))
+
+
+def public(args: argparse.Namespace) -> None:
+    import bench_public_suites as suites
+
+    if args.checkouts is None:
+        raise SystemExit("--public needs --checkouts DIR")
+    names = args.public.split(",")
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-mt-public-") as scratch:
+        for project in [p for p in suites.projects() if p["name"] in names]:
+            folder = suites.checkout(args.checkouts, project)
+            out = Path(scratch) / project["name"]
+            found = {
+                "fork": suites.trainwreck(project, folder, out / "warm", args.workers),
+                "fork, cold project": suites.trainwreck(
+                    project, folder, out / "cold", args.workers, "--cold-project"
+                ),
+            }
+            again = out / "warm-again"
+            shutil.copytree(out / "warm", again)
+            found["rerun"] = suites.trainwreck(project, folder, again, args.workers, keep=True)
+            for name, result in found.items():
+                print(project["name"], name, json.dumps(result), flush=True)
+            results[project["name"]] = found
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(f"\nmachine: {machine}; workers {args.workers}\n")
+    print(suites.table(results))
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine, **results}, indent=2))
 

@@ -102,21 +102,29 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         return _write_several(files, _load_operators(args.operator), Path(args.out))
     for file in files:
         args.file = file
-        _mutate_file(args, target=_project_name(file, files[0]))
+        _mutate_file(args, target=_project_name(file, files))
     return 0
 
 
-def _project_name(file: str, first: str) -> str:
-    """A file's name in identities: relative to the first file's folder (``model.py``)."""
+def _project_name(file: str, files: Sequence[str]) -> str:
+    """A file's name in identities and listings: relative to the current folder when every
+    file is inside it (``callbacks/lambda_.py``), else to the folder holding them all;
+    never ``../callbacks/lambda_.py``."""
     import os
 
-    return Path(os.path.relpath(Path(file).resolve(), Path(first).resolve().parent)).as_posix()
+    paths = [Path(name).resolve() for name in files]
+    here = Path.cwd().resolve()
+    if all(path.is_relative_to(here) for path in paths):
+        base = here
+    else:
+        base = Path(os.path.commonpath([path.parent for path in paths]))
+    return Path(file).resolve().relative_to(base).as_posix()
 
 
 def _write_several(files: list[str], operators: list, out: Path) -> int:
     from experiments.files import check_new_folder, staged_folder
 
-    sources = [_read_source(file, _project_name(file, files[0])) for file in files]
+    sources = [_read_source(file, _project_name(file, files)) for file in files]
     out = out.resolve()
     if any(out == Path(file).resolve().parent for file in files):
         raise UserError(f"--out {out} is an input's own folder; choose a separate folder")

@@ -122,3 +122,33 @@ def test_file_without_sites_says_so_and_exits_0(tmp_path, capsys):
     plain.write_text("print('hello')\n")
     code, out, err = run(capsys, "mutate", str(plain))
     assert code == 0 and out == "" and "no sites" in err
+
+
+def test_mutate_several_files_names_them_without_dot_dot(tmp_path, capsys, monkeypatch):
+    """Files in sibling folders: identities name each from the project folder
+    (``pkg/callbacks/clip.py``), never ``../callbacks/clip.py`` from the first one's."""
+    for folder in ("training", "callbacks"):
+        (tmp_path / "pkg" / folder).mkdir(parents=True)
+        (tmp_path / "pkg" / folder / "step.py").write_text(
+            "def step(model, optimizer, loss):\n"
+            "    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n"
+        )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(
+        capsys, "mutate", "pkg/training/step.py", "pkg/callbacks/step.py",
+        "--operator", "drop_zero_grad",
+    )  # fmt: skip
+    assert code == 0
+    identities = [line.split()[2] for line in out.splitlines()]
+    assert identities == [
+        "pkg/training/step.py::step::drop_zero_grad#0",
+        "pkg/callbacks/step.py::step::drop_zero_grad#0",
+    ]
+    monkeypatch.chdir(tmp_path / "pkg" / "training")  # a file outside the current folder
+    code, out, _ = run(
+        capsys, "mutate", "step.py", "../callbacks/step.py", "--operator", "drop_zero_grad"
+    )
+    assert [line.split()[2].split("::")[0] for line in out.splitlines()] == [
+        "training/step.py",
+        "callbacks/step.py",
+    ]

@@ -162,25 +162,50 @@ def test_spans_map_headers_to_bodies_and_lines_to_statements() -> None:
 
 def test_recorder_attributes_lines_to_the_current_context(tmp_path: Path) -> None:
     module = tmp_path / "mod.py"
-    module.write_text(SOURCE)
-    namespace: dict = {}
+    module.write_text('"""Doc."""\n' + SOURCE)  # one line down: the docstring stays one
     recorder = lines.LineRecorder([str(module)])
-    recorder.start()
-    try:
-        exec(compile(SOURCE, str(module), "exec"), namespace)
-        recorder.enter("test_a")
-        namespace["plain"](1)
-        recorder.leave()
-        recorder.enter("test_b")
-        namespace["cached"](1)
-        recorder.leave()
-    finally:
-        recorder.stop()
+    namespace: dict = {}
+    code = recorder.instrument(str(module), module.read_text())
+    exec(code, namespace)
+    assert namespace["__doc__"] == "Doc."
+    recorder.enter("test_a")
+    namespace["plain"](1)
+    recorder.leave()
+    recorder.enter("test_b")
+    namespace["cached"](1)
+    recorder.leave()
     hits = recorder.as_json()
     path = str(module.resolve())
-    assert hits["test_a"][path] == [10, 11]
-    assert hits["test_b"][path] == [6]
-    assert 9 in hits[lines.COLLECT][path]  # the def statement ran at import
+    assert hits["test_a"][path] == [11, 12]
+    assert hits["test_b"][path] == [7]
+    assert 10 in hits[lines.COLLECT][path]  # the def statement ran at import
+
+
+def test_the_recorder_needs_no_tracer_and_survives_one(tmp_path: Path) -> None:
+    """pytest-cov's tracer took ``sys.settrace`` from the old recorder: the baseline
+    recorded nothing and every mutant was unreached. The probes keep counting under any
+    tracer, here one installed in the middle of a test."""
+    module = tmp_path / "mod.py"
+    module.write_text(SOURCE)
+    recorder = lines.LineRecorder([str(module)])
+    namespace: dict = {}
+    exec(recorder.instrument(str(module), SOURCE), namespace)
+    previous = sys.gettrace()
+    seen: list[int] = []
+
+    def other_tracer(frame, event, arg):
+        seen.append(frame.f_lineno)
+        return other_tracer
+
+    recorder.enter("test_a")
+    sys.settrace(other_tracer)
+    try:
+        namespace["plain"](1)
+    finally:
+        sys.settrace(previous)
+    recorder.leave()
+    assert recorder.as_json()["test_a"][str(module.resolve())] == [10, 11]
+    assert seen  # the other tracer ran too
 
 
 def _job(source: str, operator: str = "drop_zero_grad") -> discovery.Job:
@@ -291,8 +316,11 @@ def test_score_is_killed_over_killed_and_survived_and_absent_without_them() -> N
     ]
     assert report.score(rows) == 0.5
     assert report.summary_line(rows).startswith("mutation score: 1/2 (50.0%); killed 1")
+    crashed = [*rows, outcome.row_for(job, "killed", killed_by=["t::c"], crash="TypeError")]
+    assert "killed 2 (1 by a crash, no test's verdict: TypeError 1)" in report.summary_line(crashed)
+    assert "(crashed: TypeError)" in report.markdown(crashed, [job], "pytest", [])
     assert report.summary_line(rows[2:]).startswith("mutation score: n/a")
-    assert "t::a;t::b,call:CheckFailed;," in report.csv_text(rows)
+    assert "t::a;t::b,call:CheckFailed;,," in report.csv_text(rows)
     assert report.table(rows, "operator")[1] == ["drop_zero_grad", "1", "1", "0", "1", "1", "1/2"]
 
 
@@ -328,3 +356,170 @@ def _env() -> dict[str, str]:
 
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+
+def test_the_baseline_says_what_its_probes_cannot_see(tmp_path: Path, monkeypatch) -> None:
+    """A mutated file run as a file (runpy) is not probed there; one never loaded through
+    the hook while a copy of it was imported from elsewhere would never see a mutant."""
+    import runpy
+
+    from experiments.mutation_testing.watch import Watch
+
+    project, other = tmp_path / "proj", tmp_path / "site"
+    for folder in (project / "pkg_tw_a", other / "pkg_tw_b"):
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+        (folder / "train.py").write_text("VALUE = 1\n")
+    record = [
+        {"name": "pkg_tw_a/train.py", "real": str((project / "pkg_tw_a/train.py").resolve())},
+        {"name": "pkg_tw_b/train.py", "real": str((project / "pkg_tw_b/train.py").resolve())},
+    ]
+    (project / "pkg_tw_b").mkdir()
+    (project / "pkg_tw_b" / "train.py").write_text("VALUE = 2\n")
+    recorder = lines.LineRecorder(target["real"] for target in record)
+    before = list(sys.meta_path)
+    watch = Watch(recorder, record, str(project))
+    monkeypatch.syspath_prepend(str(other))
+    try:
+        recorder.enter("t::a")
+        watch.audit("open", (str(project / "pkg_tw_a/train.py"), "r", 0))  # what runpy raises
+        runpy.run_path(str(project / "pkg_tw_a/train.py"))
+        import pkg_tw_b.train  # noqa: F401  (the copy in "site", not the project's)
+
+        recorder.leave()
+        found = watch.result()
+    finally:
+        sys.meta_path[:] = before
+        for name in ("pkg_tw_b", "pkg_tw_b.train"):
+            sys.modules.pop(name, None)
+    assert "read as a file in t::a" in found["unprobed"]["pkg_tw_a/train.py"]
+    # Only a process that may run the mutated code makes every test run: not ``uname``.
+    recorder.enter("t::b")
+    watch.audit("subprocess.Popen", ("uname", ["uname", "-p"], None, None))
+    assert watch.result()["spawned"] == []
+    watch.audit("subprocess.Popen", (sys.executable, [sys.executable, "-c", "1"], None, None))
+    assert watch.result()["spawned"][0].startswith("t::b: subprocess.Popen")
+    assert found["elsewhere"] == {"pkg_tw_b/train.py": str(other / "pkg_tw_b" / "train.py")}
+
+
+def test_fail_under_compares_the_score_it_prints() -> None:
+    """77.3% printed passes --fail-under 77.3 (an unrounded 0.77272... failed it)."""
+    job = _job(TRAIN)
+    rows = [outcome.row_for(job, "killed")] * 17 + [outcome.row_for(job, "survived")] * 5
+    assert report.percent(rows) == 77.3
+    assert report.fail_under(rows, 77.3) == (True, "--fail-under 77.3: passed, 77.3% >= 77.3%")
+    assert report.fail_under(rows, 80) == (False, "--fail-under 80: failed, 77.3% < 80%")
+    assert not report.fail_under([outcome.row_for(job, "unreached")], 0)[0]
+
+
+def test_a_kill_by_a_crash_is_told_from_a_verdict() -> None:
+    result = {
+        "errors": [
+            {"test": "t::a", "when": "call", "raised": "TypeError", "verdict": False},
+            {"test": "t::b", "when": "call", "raised": "CheckFailed", "verdict": True},
+        ]
+    }
+    assert outcome.crash_kind(["t::a"], result) == "TypeError"
+    assert outcome.crash_kind(["t::a", "t::b"], result) == ""  # one test gave a verdict
+    assert outcome.crash_kind(["<exit status 1>"], result) == ""  # nothing recorded
+
+
+def test_check_failed_reads_as_the_public_name() -> None:
+    from trainwreck.checks import CheckFailed
+
+    assert f"{CheckFailed.__module__}.{CheckFailed.__qualname__}" == "trainwreck.checks.CheckFailed"
+
+
+# -- the warm project's swap ----------------------------------------------------------------
+
+MODULE = textwrap.dedent(
+    """\
+    import functools
+    RATE = 0.1
+
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
+
+    class Net:
+        scale = 2
+
+        def __init__(self, p=0.5):
+            self.p = p
+
+        @logged
+        def double(self, x):
+            return x * self.scale
+
+
+    def total(n):
+        out = 0
+        for i in range(n):
+            out += i
+        return out
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "swappable"),
+    [
+        ("        out += i\n", "        out += 2 * i\n", True),  # a function's body
+        ("    out = 0\n", "", True),  # a removed line: every later line moves
+        ("RATE = 0.1", "RATE = 10.0", False),  # module level
+        ("p=0.5", "p=0.0", False),  # a default value, made at import
+        ("    scale = 2\n", "    scale = 3\n", False),  # a class attribute
+        ("    @logged\n", "", False),  # a decorator
+    ],
+)
+def test_a_mutant_is_swapped_in_only_when_only_function_bodies_differ(old, new, swappable):
+    from experiments.mutation_testing import hotswap
+
+    mutant = MODULE.replace(old, new, 1)
+    assert mutant != MODULE
+    assert (hotswap.swappable(MODULE, mutant, "m.py") == "") is swappable
+
+
+def test_the_swap_reaches_every_function_object_made_from_the_file(tmp_path: Path) -> None:
+    """Functions held elsewhere (a test module's ``from m import total``, a decorated
+    method's wrapped original) run the mutant's code after the swap."""
+    from experiments.mutation_testing import hotswap
+
+    path = str(tmp_path / "m.py")
+    namespace: dict = {}
+    exec(compile(MODULE, path, "exec"), namespace)
+    held = namespace["total"]  # what ``from m import total`` keeps
+    method = namespace["Net"].double
+    mutant = MODULE.replace("        out += i\n", "        out += 2 * i\n").replace(
+        "return x * self.scale", "return x * self.scale + 1"
+    )
+    found = hotswap.functions_of([path])[os.path.realpath(path)]
+    assert {f.__code__.co_name for f in found} >= {"total", "double", "wrapper", "__init__"}
+    assert hotswap.swap(found, MODULE, path, compile(mutant, path, "exec")) == len(found)
+    assert held(4) == 12 and method(namespace["Net"](), 3) == 7
+
+
+def test_a_survivor_names_its_tests_the_check_and_a_test_that_parses() -> None:
+    """What a maintainer gets for a survivor: the tests that ran its line, the check of
+    trainwreck.checks that would catch it, and a test skeleton calling it."""
+    import ast
+
+    from experiments.mutation_testing import survivors
+
+    job = _job(TRAIN)  # drop_zero_grad in train.py's step()
+    row = outcome.row_for(job, "survived", covered_by=["t::a", "t::b"], tests_run=2)
+    text = report.markdown([row], [job], "pytest", [])
+    assert "Ran by: 2 tests (`t::a`, `t::b`), none failed." in text
+    assert "Catch it with trainwreck.checks.check_params_change" in text
+    test = survivors.skeleton(job)
+    ast.parse(test)
+    assert "from train import step" in test and "check_params_change(model, batch, step)" in test
+    from types import SimpleNamespace
+
+    retained = SimpleNamespace(mutant=SimpleNamespace(operators=["retain_graph_left_in"]))
+    assert "No check of trainwreck.checks catches it: memory per step" in report.catch_it(retained)
+    assert survivors.skeleton(retained) == ""

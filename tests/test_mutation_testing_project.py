@@ -72,10 +72,17 @@ def _digest(folder: Path, skip: str = "results") -> str:
 
 def test_statuses_killed_by_unreached_and_a_rerun_that_runs_nothing(tmp_path: Path) -> None:
     project = _project(tmp_path)
+    _git(project, "init", "-q")
+    _git(project, "add", ".")
+    _git(project, "commit", "-qm", "first")
     before = _digest(project)
     argv = ["--mutate", "tinynet/train.py", "--operators", "drop_zero_grad", "--workers", "2"]
     done = _test(project, *argv)
     assert done.returncode == 0, done.stderr[-3000:]
+    # The results folder sits in the user's tree; git ignores it, and the first run says so.
+    assert "which git ignores" in done.stderr
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True)
+    assert status.stdout == b""
     rows = _rows(project)
     assert rows[STEP]["status"] == "killed"
     assert rows[STEP]["killed_by"] == OVERFIT
@@ -90,7 +97,7 @@ def test_statuses_killed_by_unreached_and_a_rerun_that_runs_nothing(tmp_path: Pa
 
     again = _test(project, *argv)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "0 run, 2 cached" in again.stderr
+    assert "0 run, 2 cached" in again.stderr and "which git ignores" not in again.stderr
     assert {key: row["status"] for key, row in _rows(project).items()} == {
         STEP: "killed",
         FINETUNE: "unreached",
@@ -112,6 +119,7 @@ def test_statuses_killed_by_unreached_and_a_rerun_that_runs_nothing(tmp_path: Pa
         "tests/test_model.py",
     )
     assert weaker.returncode == 1, weaker.stderr[-3000:]  # score 0% < 50%
+    assert weaker.stdout.strip().splitlines()[-1] == "--fail-under 50: failed, 0.0% < 50%"
     assert _rows(project)[STEP]["status"] == "survived"
     report = (project / "results" / "mutation-testing" / "mutation-report.md").read_text()
     assert f"### `{STEP}`" in report and "-    optimizer.zero_grad()" in report

@@ -14,6 +14,7 @@ from experiments.checks._common import CheckFailed
 from experiments.checks.gradients import check_gradients, check_params_change
 from experiments.checks.independence import check_batch_independence
 from experiments.checks.labels import check_labels_aligned, check_next_token_targets
+from experiments.checks.loaders import check_loader_shuffles
 from experiments.checks.losses import (
     check_initial_loss,
     check_loss_decreases,
@@ -25,7 +26,20 @@ from experiments.checks.modes import (
     check_train_eval_modes,
     check_train_step_mode,
 )
-from experiments.checks.steps import make_train_step
+from experiments.checks.schedules import (
+    check_lr_changes,
+    check_lr_schedule,
+    check_lr_trace,
+    check_plateau_reaction,
+    expected_lrs,
+    lr_trace,
+)
+from experiments.checks.steps import (
+    make_fit_step,
+    make_train_step,
+    one_batch_loader,
+    recorded_losses,
+)
 
 __all__ = [
     "CheckFailed",
@@ -34,12 +48,22 @@ __all__ = [
     "check_gradients",
     "check_initial_loss",
     "check_labels_aligned",
+    "check_loader_shuffles",
     "check_loss_decreases",
+    "check_lr_changes",
+    "check_lr_schedule",
+    "check_lr_trace",
     "check_next_token_targets",
     "check_overfit_batch",
     "check_params_change",
+    "check_plateau_reaction",
     "check_train_eval_modes",
     "check_train_step_mode",
     "expected_initial_loss",
+    "expected_lrs",
+    "lr_trace",
+    "make_fit_step",
     "make_train_step",
+    "one_batch_loader",
+    "recorded_losses",
 ]

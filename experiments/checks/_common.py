@@ -31,6 +31,10 @@ class CheckFailed(AssertionError):
     """
 
 
+# pytest and tracebacks name an exception by its module: the public one, which users import.
+CheckFailed.__module__ = "trainwreck.checks"
+
+
 def fail(check: str, expected: str, seen: str, hint: str = "") -> CheckFailed:
     """One failure message shape for every check: expected, seen, then the likely causes."""
     message = f"{check}: expected {expected}; saw {seen}."
@@ -138,3 +142,25 @@ def mode_dependent(model: nn.Module) -> list[str]:
         for name, module in model.named_modules()
         if is_mode_dependent(module)
     ]
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """Equal results: tensors equal in shape and value, containers equal item by item."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_values(a[k], b[k]) for k in a)
+    return a == b
+
+
+def carries_graph(value: Any) -> bool:
+    """Whether a result holds a tensor that requires grad (an autograd graph kept alive)."""
+    if isinstance(value, torch.Tensor):
+        return value.requires_grad
+    if isinstance(value, (tuple, list)):
+        return any(carries_graph(item) for item in value)
+    if isinstance(value, dict):
+        return any(carries_graph(item) for item in value.values())
+    return False

@@ -17,6 +17,7 @@ from torch import nn
 from experiments.checks._common import (
     Forward,
     TrainStep,
+    carries_graph,
     default_forward,
     fail,
     is_mode_dependent,
@@ -24,6 +25,7 @@ from experiments.checks._common import (
     kept_state,
     mode_dependent,
     name_list,
+    same_values,
     seeded,
 )
 
@@ -153,7 +155,8 @@ def check_evaluation(
     unchanged, every forward run in eval mode and without building a graph. Returns the
     first result and leaves the model's modes as they were. Catches: a missing
     ``model.eval()`` (dropout on, batch-norm statistics updated by validation data), a
-    missing ``torch.no_grad()``, an evaluation that trains or shuffles. Cannot catch:
+    missing ``torch.no_grad()`` (also when only the returned predictions show it: a
+    ``predict()`` whose outputs require grad), an evaluation that trains or shuffles. Cannot catch:
     evaluating on the wrong split, a wrong metric formula.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not the check's
@@ -197,7 +200,7 @@ def check_evaluation(
             "Call model.eval() before evaluating: dropout stays on and batch norm uses "
             "the batch's statistics.",
         )
-    if any(grad for _, grad in records):
+    if any(grad for _, grad in records) or carries_graph(first):
         raise fail(
             "check_evaluation",
             "no autograd graph during evaluation",
@@ -205,7 +208,7 @@ def check_evaluation(
             "Wrap evaluation in torch.no_grad() or torch.inference_mode(): every "
             "forward otherwise keeps its graph (memory, time).",
         )
-    if not _same(first, second):
+    if not same_values(first, second):
         raise fail(
             "check_evaluation",
             "the same result from two evaluations",
@@ -214,13 +217,3 @@ def check_evaluation(
             "augmentation in the validation pipeline.",
         )
     return first
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and torch.equal(a, b)
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b

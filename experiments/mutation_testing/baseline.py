@@ -12,7 +12,7 @@ from typing import Any
 
 from experiments.cli_support import UserError
 from experiments.harness import workdir
-from experiments.mutation_testing import runs
+from experiments.mutation_testing import advice, runs
 from experiments.mutation_testing.discovery import Target
 from experiments.mutation_testing.forkserver import Pool
 
@@ -42,9 +42,18 @@ def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, A
             else f"died (exit status {finished.exit_code})"
         )
         tail_lines = "\n".join("    " + line for line in tail.rstrip().splitlines()[-25:])
+        hint = advice.for_usage_error(tail) if result and result.get("exit") == 4 else ""
         raise BaselineFailed(
             f"the unmutated command `{setting.command.text()}` {how}; no mutant was run: "
-            f"make it pass in {setting.root} first\nlast lines of its output:\n{tail_lines}"
+            f"make it pass in {setting.root} first{hint}\nlast lines of its output:\n{tail_lines}"
+        )
+    elsewhere = result.get("elsewhere") or {}
+    if elsewhere:
+        name, path = next(iter(elsewhere.items()))
+        raise BaselineFailed(
+            f"the tests import {name} from {path}, not from {setting.root}: no mutant of it "
+            "would ever run; install the project in editable mode (pip install -e .) or "
+            "put its folder first on the path"
         )
     names = {os.path.realpath(target.path): target.name for target in targets}
     lines = None  # not recorded: any command but pytest
@@ -59,5 +68,7 @@ def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, A
         "durations": result.get("durations") or {},
         "lines": lines,
         "spawned": result.get("spawned") or [],
+        "unprobed": result.get("unprobed") or {},
+        "turned_off": result.get("turned_off") or [],
         "plugins": result.get("plugins"),
     }

@@ -24,15 +24,13 @@ from typing import Any, NoReturn
 from experiments.harness import guard
 from experiments.harness.child import _die_with_parent, _redirect_output
 from experiments.mutation_testing import serve
-from experiments.mutation_testing.lines import COLLECT, LineRecorder
+from experiments.mutation_testing.lines import LineRecorder
 from experiments.mutation_testing.plugin import Observer
+from experiments.mutation_testing.watch import Watch
 
 SPEC_FILE = "spec.json"
 RESULT_FILE = "result.json"
 SETUP_FAILED = 70
-SPAWNS = frozenset(
-    {"os.fork", "os.forkpty", "subprocess.Popen", "os.posix_spawn", "os.system", "os.exec"}
-)
 
 
 def run_forked(spec: dict[str, Any]) -> NoReturn:
@@ -57,16 +55,24 @@ def run_forked(spec: dict[str, Any]) -> NoReturn:
             os._exit(code)
 
 
-def run(spec: dict[str, Any]) -> int:
-    run_dir = Path(spec["run_dir"])
+def enter(spec: dict[str, Any], run_dir: Path) -> None:
+    """What every run's process does first: its output to files, its private copy as the
+    working directory and on ``sys.path``, bytecode outside the user's tree, the guard."""
     _redirect_output(run_dir)
     workdir, root = spec["workdir"], spec["root"]
+    stay_in_mirror(workdir)
     os.chdir(workdir)
     sys.path[:] = _private_path(sys.path, root, workdir, spec["cwd_on_path"])
     sys.argv = ["pytest", *spec["pytest_args"]]
     sys.pycache_prefix = spec["pycache"]  # shared by the session's runs, never the user's
     sys.dont_write_bytecode = False
     guard.install(workdir, protected=[root], allowed=[str(run_dir), spec["pycache"]])
+
+
+def run(spec: dict[str, Any]) -> int:
+    run_dir = Path(spec["run_dir"])
+    enter(spec, run_dir)
+    workdir = spec["workdir"]
     aliases: dict[str, str] = {}
     counters: list[int] = []
     probed: set[int] = set()
@@ -74,27 +80,16 @@ def run(spec: dict[str, Any]) -> int:
     if mutant:
         counters, probed = serve.install(mutant)
         aliases = {path: mutant["name"] for path in mutant["paths"]}
-    recorder = LineRecorder(spec["record"]) if spec.get("record") else None
-    spawned: set[str] = set()
-    if recorder is not None:
-        # Lines run in another process are not recorded: the baseline says so when a
-        # test or fixture starts one (plugins start some, e.g. ``git``, outside tests).
-        def watch(event: str, args: tuple) -> None:
-            if event in SPAWNS and recorder.context != COLLECT:
-                spawned.add(f"{recorder.context}: {event} {args[:2]!r}"[:300])
-
-        sys.addaudithook(watch)
+    recorder = watch = None
+    if spec.get("record"):
+        recorder = LineRecorder(target["real"] for target in spec["record"])
+        watch = Watch(recorder, spec["record"], workdir)
+        sys.addaudithook(watch.audit)
     observer = Observer(spec.get("selection"), aliases, recorder)
     import pytest
 
     started = time.perf_counter()
-    if recorder is not None:
-        recorder.start()
-    try:
-        exit_code = int(pytest.main(list(spec["pytest_args"]), plugins=[observer]))
-    finally:
-        if recorder is not None:
-            recorder.stop()
+    exit_code = int(pytest.main(list(spec["pytest_args"]), plugins=[observer]))
     result = {
         **observer.result(),
         "exit": exit_code,
@@ -103,11 +98,44 @@ def run(spec: dict[str, Any]) -> int:
         if mutant
         else None,
         "lines": recorder.as_json() if recorder is not None else None,
-        "spawned": sorted(spawned),
+        **(watch.result() if watch is not None else {}),
     }
     guard.uninstall()
-    _write_json(run_dir / RESULT_FILE, result)
+    write_result(run_dir, result)
     return 0
+
+
+_mirror: list[str] = []  # the current run's mirror (one audit hook per process serves it)
+
+
+def stay_in_mirror(workdir: str) -> None:
+    """From now on a ``chdir`` into this run's mirror stays in it (``_stay_in_mirror``)."""
+    if not _mirror:
+        sys.addaudithook(_stay_in_mirror)
+    _mirror[:] = [os.path.dirname(os.path.abspath(workdir))]
+
+
+def _stay_in_mirror(event: str, args: tuple) -> None:
+    """Before ``os.chdir`` into a mirrored folder (a conftest moving to its tests' folder),
+    make each folder on the way a real folder of symlinks: through a symlink the working
+    directory would resolve into the user's tree, where every relative write is refused."""
+    if event != "os.chdir" or not args or not isinstance(args[0], str | bytes | os.PathLike):
+        return
+    mirror = _mirror[0]
+    path = os.path.abspath(os.fsdecode(args[0]))
+    if not path.startswith(mirror + os.sep):
+        return
+    current = mirror
+    for part in os.path.relpath(path, mirror).split(os.sep):
+        current = os.path.join(current, part)
+        if os.path.islink(current) and os.path.isdir(current):
+            target = os.path.realpath(current)
+            os.unlink(current)
+            os.mkdir(current)
+            for entry in os.scandir(target):
+                os.symlink(entry.path, os.path.join(current, entry.name))
+        elif not os.path.isdir(current):
+            return
 
 
 def _private_path(path: list[str], root: str, workdir: str, cwd_first: bool) -> list[str]:
@@ -125,8 +153,9 @@ def _private_path(path: list[str], root: str, workdir: str, cwd_first: bool) -> 
     return list(dict.fromkeys(private))
 
 
-def _write_json(path: Path, data: Any) -> None:
-    temporary = path.with_suffix(".tmp")
+def write_result(run_dir: Path, data: Any) -> None:
+    temporary = run_dir / (RESULT_FILE + ".tmp")
+    path = run_dir / RESULT_FILE
     temporary.write_text(json.dumps(data), encoding="utf-8")
     os.replace(temporary, path)
 

@@ -63,9 +63,8 @@ def build_parser() -> Parser:
     )
     parser.add_argument(
         "--out",
-        default=DEFAULT_OUT,
         metavar="DIR",
-        help=f"results folder, with the cache (default: {DEFAULT_OUT})",
+        help=f"results folder, with the cache (default: {DEFAULT_OUT}, which git ignores)",
     )
     parser.add_argument(
         "--timeout-factor",
@@ -77,6 +76,12 @@ def build_parser() -> Parser:
         "--fresh",
         action="store_true",
         help="a new interpreter per mutant instead of a fork (slower)",
+    )
+    parser.add_argument(
+        "--cold-project",
+        action="store_true",
+        help="each mutant's child imports the project and collects the tests itself "
+        "(default: forked from a process that did both once)",
     )
     parser.add_argument(
         "--all-tests",
@@ -134,7 +139,7 @@ def test_main(argv: Sequence[str]) -> int:
         found = changed_lines(root, args.since, [Path(target.path) for target in targets])
         changed = {target.name: found[Path(target.path)] for target in targets}
     jobs = discovery.jobs(targets, operators, changed)
-    out = (root / args.out).resolve()
+    out = (root / (args.out or DEFAULT_OUT)).resolve()
     if not jobs:
         print(
             "no mutants: "
@@ -176,7 +181,9 @@ def _session(args, root, out, command, targets, jobs) -> int:
         timeout_factor=args.timeout_factor,
         fresh=args.fresh,
         select_tests=not args.all_tests,
+        warm_project=not args.cold_project,
     )
+    made = not args.out and output.ignored_by_git(out)
     done = session.run(options, targets, jobs, progress=_progress)
     rows = done.rows
     print(report.terminal(rows, jobs))
@@ -187,11 +194,14 @@ def _session(args, root, out, command, targets, jobs) -> int:
         f"{', '.join(path.name for path in paths)} in {out}",
         file=sys.stderr,
     )
+    if made:
+        print("(a new folder, which git ignores: it holds its own .gitignore)", file=sys.stderr)
     print(report.summary_line(rows))
-    value = report.score(rows)
-    if args.fail_under is not None and (value is None or 100 * value < args.fail_under):
-        return 1
-    return 0
+    if args.fail_under is None:
+        return 0
+    passed, line = report.fail_under(rows, args.fail_under)
+    print(line)
+    return 0 if passed else 1
 
 
 def _progress(row: Row, done: int, total: int) -> None:

@@ -151,6 +151,12 @@ class Pool:
             os.setpgid(pid, pid)  # also done in the child: whichever comes first
         self._track(Running(key, pid, time.monotonic() + timeout_s, time.monotonic()))
 
+    def adopt(self, key: Any, pid: int, timeout_s: float) -> None:
+        """Track a run another process forked and this one adopted (the warm project's
+        runs: orphaned on purpose, they come to this process, a subreaper)."""
+        now = time.monotonic()
+        self._track(Running(key, pid, now + timeout_s, now))
+
     def spawn(self, key: Any, timeout_s: float, argv: list[str], **popen: Any) -> None:
         """Run ``argv`` in a new process (and process group)."""
         process = subprocess.Popen(argv, start_new_session=True, **popen)

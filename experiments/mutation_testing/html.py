@@ -8,7 +8,8 @@ from html import escape
 
 from experiments.mutation_testing.discovery import Job
 from experiments.mutation_testing.outcome import Row
-from experiments.mutation_testing.report import summary_line, survivors, table
+from experiments.mutation_testing.report import catch_it, ran_by, summary_line, survivors, table
+from experiments.mutation_testing.survivors import skeleton
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
@@ -42,8 +43,13 @@ def page(rows: Sequence[Row], jobs: Sequence[Job], command: str, notes: Sequence
         parts.append(
             f"<h3><code>{escape(row.identity)}</code> ({escape(row.file)}:{row.line})</h3>"
         )
+        parts.append(f"<p>Ran by: {escape(ran_by(row))}.</p>")
         parts += [f"<p>Check: {escape(check)}</p>" for check in job.checks if check]
         parts.append(f"<pre>{_diff(job.mutant.diff)}</pre>")
+        parts.append(f"<p>{escape(catch_it(job))}</p>")
+        test = skeleton(job)
+        if test:
+            parts.append(f"<pre>{escape(test)}</pre>")
     parts.append(
         "<h2>Every mutant</h2><table><tr><th>mutant</th><th>line</th>"
         "<th>status</th><th>killed by / detail</th></tr>"

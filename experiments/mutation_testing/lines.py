@@ -1,92 +1,141 @@
 """Which test executed which line of the mutated files, recorded once in the baseline.
 
-Python 3.12+ has ``sys.monitoring``, whose per-location ``DISABLE`` makes each line cost
-one event per test; this project supports 3.10 and 3.11 too, so the recorder is a
-``sys.settrace`` function: the global tracer answers each Python call with a line tracer
-only for frames of the mutated files (one dict lookup per call elsewhere), so the cost
-is a call event per Python call plus a set insertion per line of those files, in the
-baseline only. coverage.py's dynamic contexts would do the same in C, at the price of a
-dependency and an SQLite file to read back; the baseline is one run, so the plain tracer
-earns its place (``benchmarks/bench_mutation_testing.py`` measures what it costs).
+The recorder compiles each mutated file with a probe before every statement
+(``__trainwreck_lines_<n>__[k] = 1``, one byte store, ~30 ns per execution), and the
+import hook of the harness serves that code to every import of the file. No tracer is
+involved: ``sys.settrace`` has one slot, and pytest-cov, coverage.py started by the
+project, a profiler or hypothesis' explain phase take it over (pytest-cov's tracer did, on
+two public projects: the baseline recorded nothing and every mutant was ``unreached``).
+coverage.py's own per-test contexts would need coverage active and its SQLite data read
+back, and attribute a module fixture's lines to the first test that set it up; the probes
+cost less than either and do not depend on what the project runs.
 
+At each context boundary (a test starts or ends, a wide fixture is set up) the bytes set
+since the last boundary are credited to the context that was current, then cleared.
 Lines run outside a test (importing a test module, session teardown) land in the
 context ``COLLECT``; lines run while a fixture of a wider scope than a function is set
 up land in ``fixture:<name>``, because every test that uses that fixture depends on them,
 not only the first one, which happened to set it up.
+
+What the probes cannot see, the baseline reports instead of a silent empty record
+(``Watch``): a mutated file that the tests never loaded through the hook (imported from
+another copy, an installed one), or read as a file (``runpy``, ``exec(open(...))``,
+``spec_from_file_location``), whose lines then ran unprobed.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import os
-import sys
-import threading
 from collections.abc import Iterable, Mapping
-from types import FrameType
-from typing import Any
+from types import CodeType
 
 COLLECT = "<collect>"
 FIXTURE = "fixture:"
+PROBE_PREFIX = "__trainwreck_lines_"
 
 
 class LineRecorder:
     """Lines of ``files`` (real paths) executed per context; see the module docstring."""
 
     def __init__(self, files: Iterable[str]) -> None:
-        self.files = {os.path.realpath(path) for path in files}
+        self.files = sorted({os.path.realpath(path) for path in files})
         self.hits: dict[str, dict[str, set[int]]] = {}
-        self._names: dict[str, str | None] = {}  # co_filename -> its real path if recorded
-        self._stack: list[str] = []
-        self._sink: dict[str, set[int]] = {}
-        self.enter(COLLECT)
+        self._flags: dict[str, bytearray] = {}
+        self._lines: dict[str, list[int]] = {}
+        self._stack: list[str] = [COLLECT]
+
+    def instrument(self, path: str, source: str, filename: str | None = None) -> CodeType:
+        """``source`` (the file at ``path``) compiled, as ``filename`` (default: ``path``),
+        with a probe before each statement."""
+        real = os.path.realpath(path)
+        number = self.files.index(real)
+        name = f"{PROBE_PREFIX}{number}__"
+        tree = ast.parse(source, filename or path)
+        lines: list[int] = []
+        _insert_probes(tree, name, lines)
+        flags = bytearray(len(lines))
+        setattr(builtins, name, flags)
+        self._flags[real], self._lines[real] = flags, lines
+        return compile(tree, filename or path, "exec")
 
     def enter(self, context: str) -> None:
+        self._flush()
         self._stack.append(context)
-        self._sink = self.hits.setdefault(context, {})
 
     def leave(self) -> None:
+        self._flush()
         if len(self._stack) > 1:
             self._stack.pop()
-        self._sink = self.hits.setdefault(self._stack[-1], {})
 
     @property
     def context(self) -> str:
         return self._stack[-1]
 
-    def start(self) -> None:
-        threading.settrace(self._call)
-        sys.settrace(self._call)
-
-    def stop(self) -> None:
-        sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
-
-    def _call(self, frame: FrameType, event: str, arg: Any):
-        filename = frame.f_code.co_filename
-        try:
-            path = self._names[filename]
-        except KeyError:
-            real = os.path.realpath(filename)
-            path = self._names[filename] = real if real in self.files else None
-        if path is None:
-            return None
-
-        def line(frame: FrameType, event: str, arg: Any):
-            if event == "line":
-                sink = self._sink
-                lines = sink.get(path)
-                if lines is None:
-                    lines = sink[path] = set()
-                lines.add(frame.f_lineno)
-            return line
-
-        return line
+    def _flush(self) -> None:
+        for path, flags in self._flags.items():
+            if flags.find(1) < 0:
+                continue
+            lines = self._lines[path]
+            sink = self.hits.setdefault(self._stack[-1], {}).setdefault(path, set())
+            sink.update(lines[k] for k, hit in enumerate(flags) if hit)
+            flags[:] = bytes(len(flags))
 
     def as_json(self) -> dict[str, dict[str, list[int]]]:
+        self._flush()
         return {
             context: {path: sorted(lines) for path, lines in files.items() if lines}
             for context, files in self.hits.items()
         }
+
+
+def _insert_probes(tree: ast.Module, name: str, lines: list[int]) -> None:
+    """A probe before each statement of every block, keeping every line number; never
+    before a docstring (it must stay one: ``argparse`` reads ``__doc__``) or a
+    ``from __future__`` import (which must come first)."""
+    for block in _blocks(tree):
+        placed: list[ast.stmt] = []
+        for index, statement in enumerate(block):
+            if not _must_lead(statement, index, placed):
+                placed.append(_probe(name, len(lines), statement))
+                lines.append(statement.lineno)
+            placed.append(statement)
+        block[:] = placed
+
+
+def _must_lead(statement: ast.stmt, index: int, placed: list[ast.stmt]) -> bool:
+    if index != len(placed):  # a probe already went in: what follows is no docstring
+        return False
+    docstring = (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+    future = isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
+    return (docstring and index == 0) or future
+
+
+def _probe(name: str, number: int, anchor: ast.stmt) -> ast.stmt:
+    target = ast.Subscript(
+        value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Constant(value=number), ctx=ast.Store()
+    )
+    probe = ast.Assign(targets=[target], value=ast.Constant(value=1))
+    for node in ast.walk(probe):
+        node.lineno = node.end_lineno = anchor.lineno
+        node.col_offset = node.end_col_offset = anchor.col_offset
+    return probe
+
+
+def _blocks(tree: ast.AST) -> list[list[ast.stmt]]:
+    """Every statement list of the tree (bodies, else and finally blocks, handlers, cases)."""
+    found = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                found.append(block)
+    return found
 
 
 def spans(source: str, lines: Iterable[int]) -> list[range]:

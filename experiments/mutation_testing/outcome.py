@@ -35,10 +35,15 @@ class Row:
     # Per ``killed_by`` entry, what that test failed with: ``phase:Class`` (``failure_kinds``)
     failed_with: list[str] = field(default_factory=list)
     tests_run: int | None = None  # None: every test the command collects
+    # The tests that ran its changed lines in the baseline ([] with no per-test lines)
+    covered_by: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     tests_s: float = 0.0  # the selected tests' own time (pytest's durations)
     cpu_s: float = 0.0  # the run's CPU time, which a busy machine does not inflate
+    # Killed with no test's verdict: what the first failing test crashed with (``TypeError``)
+    crash: str = ""
     detail: str = ""
+    warm: bool = False  # forked from the warm project's server (no import, no collection)
     sha256: str = ""
     cached: bool = False
 
@@ -59,6 +64,19 @@ def row_for(job: Job, status: str, **values: Any) -> Row:
     )
 
 
+def bug_ran(result: dict[str, Any], trust_reach: bool = True) -> bool | None:
+    """Whether the mutant's bug ran in this run: False (it did not), True, or None (cannot
+    tell). The one place that decides it. Today: the reach probes, whether a changed line
+    executed (None when they cannot be trusted: lines run in other processes). Issue 28's
+    witnesses (the runtime fact that makes a run this bug: a backward into a stale
+    ``.grad``, a dropout module in the wrong mode) belong here, read from ``result`` as the
+    child records them; a run without its witness then ends ``unconfirmed``, outside the
+    score, instead of ``survived``."""
+    if not trust_reach:
+        return None
+    return reach_summary(result.get("reach"))["reached"]
+
+
 def classify(
     job: Job,
     exit_code: int | None,
@@ -72,10 +90,9 @@ def classify(
     if result is None:
         last = tail.strip().splitlines()[-1:] or [""]
         return "killed", ["<the test process died>"], f"exit {exit_code} {last[0]}".strip()
-    reached = reach_summary(result.get("reach"))["reached"]
     failed = list(result.get("failed") or [])
     passed = int(result.get("exit", exit_code)) == 0
-    if reached is False and trust_reach:
+    if bug_ran(result, trust_reach) is False:
         if passed:
             return "unreached", [], "the changed lines never ran"
         note = "failed although the changed lines never ran: a flaky test?"
@@ -104,3 +121,18 @@ def failure_kinds(killed_by: list[str], result: dict[str, Any] | None) -> list[s
         if "test" in error and "raised" in error:
             first.setdefault(error["test"], f"{error['when']}:{error['raised']}")
     return [first.get(test, "") for test in killed_by]
+
+
+def crash_kind(killed_by: list[str], result: dict[str, Any] | None) -> str:
+    """For a kill where no failing test gave a verdict (an assertion, a check's
+    ``CheckFailed``, ``pytest.fail``) but each crashed under it, the first crash's class;
+    else ``""``. Such a kill may come from code that broke, not from a test that checks
+    the bug (a ``TypeError`` inside a framework after a removed call)."""
+    first: dict[str, dict[str, Any]] = {}
+    for error in (result or {}).get("errors") or []:
+        if "test" in error and "verdict" in error:
+            first.setdefault(error["test"], error)
+    seen = [first[test] for test in killed_by if test in first]
+    if not seen or any(error["verdict"] for error in seen):
+        return ""
+    return str(seen[0]["raised"])

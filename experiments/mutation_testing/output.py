@@ -25,3 +25,19 @@ def write(
     for path, text in zip(paths, texts):
         write_text_atomic(path, text)
     return paths
+
+
+GITIGNORE = "# Made by trainwreck test: git ignores this folder (the results and their cache).\n*\n"
+
+
+def ignored_by_git(out: Path) -> bool:
+    """The default results folder sits in the user's tree: like pytest's cache, it holds a
+    ``.gitignore`` of its own, so ``git status`` stays clean. True when it was made now
+    (the session then says so, once)."""
+    marker = out / ".gitignore"
+    if marker.exists():
+        return False
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(marker, GITIGNORE)
+    return made

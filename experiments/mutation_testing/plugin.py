@@ -39,6 +39,37 @@ class Observer:
         self.durations: dict[str, float] = {}
         self.deselected = 0
         self.plugins: list[str] = []
+        self.turned_off: list[str] = []  # plugins made inert in this run, and why
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_load_initial_conftests(self, early_config: pytest.Config, parser, args):
+        # pytest-cov starts coverage in its own (tryfirst) implementation of this hook; a
+        # wrapper runs before it. Its tracer and report cost time in every run, and its
+        # ``--cov-fail-under`` would fail a mutant's run of a few selected tests.
+        options = early_config.known_args_namespace
+        if getattr(options, "cov_source", None) and not getattr(options, "no_cov", False):
+            options.no_cov = True
+            self.turned_off.append(
+                "pytest-cov (--cov): off in every run, as with --no-cov (a run of a "
+                "mutant's few tests would fail --cov-fail-under, and its tracer costs time)"
+            )
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_cmdline_main(self, config: pytest.Config):
+        # pytest-xdist would run the tests in worker processes, where neither the lines a
+        # test runs nor the mutant's reach probes are seen: its tests run here instead
+        # (``-n 0``), and ``--workers`` runs mutants side by side.
+        workers = getattr(config.option, "numprocesses", None)
+        if workers or getattr(config.option, "distload", False):
+            config.option.numprocesses = 0
+            config.option.distload = False
+            self.turned_off.append(
+                f"pytest-xdist (-n {workers}): each run's tests run in its own process, "
+                "as with -n 0 (lines run in workers are not seen); --workers runs "
+                "mutants side by side instead"
+            )
+        return (yield)
 
     @pytest.hookimpl(tryfirst=True)  # before pytest-randomly's own, which draws its seed
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -57,6 +88,17 @@ class Observer:
                 if isinstance(getattr(plugin, "__name__", None), str)
             }
         )
+
+    def restart(self, selection: list[str] | None, aliases: Mapping[str, str]) -> None:
+        """A warm project's run (``server``): the collection is the server's; what this
+        run records starts empty."""
+        self.selection = None if selection is None else set(selection)
+        self.aliases = {os.path.realpath(path): name for path, name in aliases.items()}
+        self.failed, self.errors, self.durations = [], [], {}
+
+    def select(self, session: pytest.Session) -> None:
+        """Keep the selected tests of the server's collection, in its order."""
+        self.pytest_collection_modifyitems(session.config, session.items)
 
     def _file(self, path: str) -> str:
         return self.aliases.get(os.path.realpath(path), path)
@@ -118,7 +160,10 @@ class Observer:
         error = call.excinfo.value
         wrapper = type(error).__module__.startswith("_pytest.")
         name = raised.name if wrapper else type(error).__name__
-        outer = {"test": test, "when": when, "raised": name}
+        # An assertion (a check's ``CheckFailed``, ``pytest.fail``, ``assert``) is a test's
+        # verdict; anything else is a crash under the test, which may not check the bug.
+        verdict = isinstance(error, AssertionError | pytest.fail.Exception)
+        outer = {"test": test, "when": when, "raised": name, "verdict": verdict}
         self.errors.append({"id": node.nodeid, **outer, **asdict(raised)})
 
     def result(self) -> dict[str, Any]:
@@ -129,4 +174,5 @@ class Observer:
             "durations": self.durations,
             "deselected": self.deselected,
             "plugins": self.plugins,
+            "turned_off": self.turned_off,
         }

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from experiments.mutation_testing.discovery import Job
 from experiments.mutation_testing.outcome import SCORED, STATUSES, Row
+from experiments.mutation_testing.survivors import advice, skeleton
 
 CSV_FIELDS = (
     "identity",
@@ -27,11 +28,14 @@ CSV_FIELDS = (
     "status",
     "killed_by",
     "failed_with",
+    "crash",
     "tests_run",
+    "covered_by",
     "wall_s",
     "tests_s",
     "cpu_s",
     "detail",
+    "warm",
     "sha256",
     "cached",
 )
@@ -43,17 +47,41 @@ def score(rows: Sequence[Row]) -> float | None:
     return counts["killed"] / scored if scored else None
 
 
+def percent(rows: Sequence[Row]) -> float | None:
+    """The score in percent as printed (one decimal): what ``--fail-under`` compares."""
+    value = score(rows)
+    return None if value is None else round(100 * value, 1)
+
+
 def summary_line(rows: Sequence[Row]) -> str:
     counts = Counter(row.status for row in rows)
-    value = score(rows)
+    shown = percent(rows)
     head = (
         "mutation score: n/a (no mutant was killed or survived)"
-        if value is None
+        if shown is None
         else f"mutation score: {counts['killed']}/{counts['killed'] + counts['survived']} "
-        f"({100 * value:.1f}%)"
+        f"({shown:.1f}%)"
     )
-    parts = ", ".join(f"{status} {counts[status]}" for status in STATUSES)
-    return f"{head}; {parts}; {len(rows)} mutants"
+    parts = [f"{status} {counts[status]}" for status in STATUSES]
+    crashes = Counter(row.crash for row in rows if row.status == "killed" and row.crash)
+    if crashes:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in crashes.most_common())
+        parts[0] += f" ({sum(crashes.values())} by a crash, no test's verdict: {kinds})"
+    return f"{head}; {', '.join(parts)}; {len(rows)} mutants"
+
+
+def fail_under(rows: Sequence[Row], threshold: float) -> tuple[bool, str]:
+    """``--fail-under``: whether the printed score reaches ``threshold``, and the line that
+    says so (a score of "77.3%" passes ``--fail-under 77.3``)."""
+    shown = percent(rows)
+    if shown is None:
+        return (
+            False,
+            f"--fail-under {threshold:g}: failed, no score (no mutant was killed or survived)",
+        )
+    if shown < threshold:
+        return False, f"--fail-under {threshold:g}: failed, {shown:.1f}% < {threshold:g}%"
+    return True, f"--fail-under {threshold:g}: passed, {shown:.1f}% >= {threshold:g}%"
 
 
 def table(rows: Sequence[Row], by: str) -> list[list[str]]:
@@ -110,13 +138,20 @@ def markdown(rows: Sequence[Row], jobs: Sequence[Job], command: str, notes: Sequ
         parts += [
             f"### `{row.identity}` ({row.file}:{row.line})",
             "",
+            f"Ran by: {ran_by(row)}.",
+            "",
             *(f"Check: {check}" for check in job.checks if check),
             "",
             "```diff",
             job.mutant.diff.rstrip(),
             "```",
             "",
+            catch_it(job),
+            "",
         ]
+        test = skeleton(job)
+        if test:
+            parts += ["```python", test.rstrip(), "```", ""]
     parts += ["## Every mutant", "", markdown_table(_every(rows)), ""]
     return "\n".join(parts)
 
@@ -125,6 +160,8 @@ def _every(rows: Sequence[Row]) -> list[list[str]]:
     lines = [["mutant", "line", "status", "killed by / detail"]]
     for row in rows:
         why = ", ".join(f"`{test}`" for test in row.killed_by) or row.detail
+        if row.crash:
+            why += f" (crashed: {row.crash})"
         lines.append([f"`{row.identity}`", str(row.line), row.status, why.replace("|", "\\|")])
     return lines
 
@@ -137,6 +174,7 @@ def csv_text(rows: Sequence[Row]) -> str:
         values = row.as_dict()
         values["killed_by"] = ";".join(row.killed_by)
         values["failed_with"] = ";".join(row.failed_with)
+        values["covered_by"] = ";".join(row.covered_by)
         writer.writerow({name: values[name] for name in CSV_FIELDS})
     return stream.getvalue()
 
@@ -147,11 +185,38 @@ def terminal(rows: Sequence[Row], jobs: Sequence[Job], limit: int = 10) -> str:
     found = survivors(rows, jobs)
     for row, job in found[:limit]:
         parts += ["", f"survived: {row.identity} ({row.file}:{row.line})"]
+        parts.append(f"  ran by: {ran_by(row)}")
         parts += [f"  check: {check}" for check in job.checks if check]
+        parts.append(f"  {catch_it(job)} (a test skeleton in mutation-report.md)")
         parts += ["  " + line for line in job.mutant.diff.rstrip().splitlines()]
     if len(found) > limit:
         parts.append(f"\n... and {len(found) - limit} more survivors in mutation-report.md")
+    crashed = [row for row in rows if row.status == "killed" and row.crash]
+    if crashed:
+        parts += ["", "killed by a crash, not by a test's verdict (does a test check the bug?):"]
+        parts += [
+            f"  {row.identity} ({row.file}:{row.line}): {row.crash}" for row in crashed[:limit]
+        ]
+        if len(crashed) > limit:
+            parts.append(f"  ... and {len(crashed) - limit} more in mutation-report.md")
     return "\n".join(parts)
+
+
+def ran_by(row: Row, shown: int = 3) -> str:
+    """The tests that ran the survivor's changed lines, as the baseline recorded them."""
+    tests = row.covered_by
+    if not tests:
+        return "every test (no per-test lines for it)" if row.tests_run is None else "its tests"
+    names = ", ".join(f"`{test}`" for test in tests[:shown])
+    more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
+    return f"{len(tests)} {'test' if len(tests) == 1 else 'tests'} ({names}{more}), none failed"
+
+
+def catch_it(job: Job) -> str:
+    found = advice(job)
+    if found.check:
+        return f"Catch it with trainwreck.checks.{found.check}: {found.why}."
+    return f"No check of trainwreck.checks catches it: {found.why}."
 
 
 def _plain(cells: list[list[str]]) -> str:

@@ -24,20 +24,28 @@ EVERY_TEST = None
 class Selection:
     tests: list[str] | None  # None: every test (no narrowing); []: no test ran the lines
     why: str
+    # Whether the changed lines may have run while the tests were imported and collected
+    # (True where the baseline cannot tell): then a warm project cannot take the mutant.
+    at_import: bool = True
 
 
 def select(job: Job, baseline: dict[str, Any]) -> Selection:
     lines = baseline.get("lines")
     if lines is None:
         return Selection(EVERY_TEST, "no per-test coverage (the command is not pytest)")
-    if baseline.get("spawned"):
-        return Selection(EVERY_TEST, "the tests start processes, whose lines are not recorded")
+    unprobed = (baseline.get("unprobed") or {}).get(job.target.name)
+    if unprobed:
+        return Selection(EVERY_TEST, f"{job.target.name} was {unprobed}")
     wanted = spans(job.target.source, job.mutant.lines)
     if not wanted or any(len(span) == 0 for span in wanted):
         return Selection(EVERY_TEST, "a changed line outside any statement")
     contexts = contexts_running(lines, job.target.name, wanted)
+    at_import = COLLECT in contexts  # collection runs in this process: seen even so
+    if baseline.get("spawned"):
+        why = "the tests start processes, whose lines are not recorded"
+        return Selection(EVERY_TEST, why, at_import=at_import)
     items = baseline.get("items") or []
-    if any(context == COLLECT for context in contexts):
+    if at_import:
         return Selection(EVERY_TEST, "the changed lines run when the test modules are imported")
     chosen: set[str] = set()
     for context in contexts:
@@ -48,5 +56,6 @@ def select(job: Job, baseline: dict[str, Any]) -> Selection:
             chosen.add(context)
     ordered = [item["id"] for item in items if item["id"] in chosen]
     if not ordered:
-        return Selection([], "no test executed the changed lines")
-    return Selection(ordered, f"{len(ordered)} of {len(items)} tests executed the changed lines")
+        return Selection([], "no test executed the changed lines", at_import=False)
+    why = f"{len(ordered)} of {len(items)} tests executed the changed lines"
+    return Selection(ordered, why, at_import=False)

@@ -10,6 +10,7 @@ runs (collection and the first test's one-time costs included), plus ``TIMEOUT_S
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -22,12 +23,19 @@ from typing import Any
 from experiments.harness import reaper, workdir
 from experiments.mutation_testing import baseline as baseline_run
 from experiments.mutation_testing import cache as caching
-from experiments.mutation_testing import runs
+from experiments.mutation_testing import hotswap, runs
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
 from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
-from experiments.mutation_testing.outcome import Row, classify, failure_kinds, row_for
+from experiments.mutation_testing.outcome import (
+    Row,
+    classify,
+    crash_kind,
+    failure_kinds,
+    row_for,
+)
 from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
+from experiments.mutation_testing.warm import WarmProject, ready_timeout, verify
 
 TIMEOUT_SLACK_S = 5.0
 
@@ -41,6 +49,7 @@ class Options:
     timeout_factor: float = 4.0
     fresh: bool = False  # a new interpreter per mutant (the benchmark's comparison)
     select_tests: bool = True  # False: every mutant runs every test
+    warm_project: bool = True  # fork runs from a server that imported and collected once
 
 
 @dataclass
@@ -89,17 +98,17 @@ def run(
                     base = baseline_run.run(setting, pool, targets)
                     store.put_baseline(base_key, base)
                 outcome.baseline = base
-                if base.get("spawned"):
-                    outcome.notes.append(
-                        "the tests start processes (" + ", ".join(base["spawned"]) + "): lines "
-                        "run there are not seen, so every mutant ran every test"
-                    )
-                for row in _run_all(options, setting, pool, base, todo):
-                    rows[row.identity] = row
-                    store.put(keys[row.identity], {**row.as_dict(), "cached": False})
-                    outcome.ran += row.wall_s > 0  # unreached by coverage: no run
-                    if progress:
-                        progress(row, len(rows), len(jobs))
+                outcome.notes += baseline_notes(base)
+                # closing: on Ctrl-C or SIGTERM the generator's own cleanup (the warm
+                # project's server, the runs' private copies) runs now, not at collection
+                running = _run_all(options, setting, pool, base, todo, outcome.notes)
+                with contextlib.closing(running):
+                    for row in running:
+                        rows[row.identity] = row
+                        store.put(keys[row.identity], {**row.as_dict(), "cached": False})
+                        outcome.ran += row.wall_s > 0  # unreached by coverage: no run
+                        if progress:
+                            progress(row, len(rows), len(jobs))
         finally:
             pool.close()
             store.close()
@@ -110,21 +119,71 @@ def run(
 
 
 def _run_all(
-    options: Options, setting: runs.Setting, pool: Pool, base: dict[str, Any], jobs: list[Job]
+    options: Options,
+    setting: runs.Setting,
+    pool: Pool,
+    base: dict[str, Any],
+    jobs: list[Job],
+    notes: list[str],
 ) -> Iterator[Row]:
-    pending: list[tuple[Job, Selection]] = []
+    pending: list[tuple[Job, Selection, bool]] = []
     for job in jobs:
-        chosen = select(job, base) if options.select_tests else Selection(EVERY_TEST, "all")
+        chosen = select(job, base)
+        if not options.select_tests:
+            chosen = Selection(EVERY_TEST, "all", at_import=chosen.at_import)
         if chosen.tests == []:
             yield row_for(job, "unreached", tests_run=0, detail=chosen.why)
-        else:
-            pending.append((job, chosen))
-    started: dict[int, tuple[Job, Selection, runs.Prepared]] = {}
+            continue
+        swappable = not chosen.at_import and not hotswap.swappable(
+            job.target.source, job.mutant.source, job.target.path
+        )
+        pending.append((job, chosen, swappable))
+    started: dict[int, tuple[Job, Selection, runs.Prepared, bool]] = {}
+    project = _warm_project(options, setting, pool, base, pending, notes)
     try:
-        yield from _run_pending(options, setting, pool, base, pending, started)
+        yield from _run_pending(options, setting, pool, base, pending, started, project)
     finally:  # interrupted: the private copies of runs that never ended go too
-        for _job, _chosen, prepared in started.values():
+        if project is not None:
+            project.close()
+        for _job, _chosen, prepared, _warm in started.values():
             workdir.remove(prepared.workdir)
+
+
+def _warm_project(
+    options: Options,
+    setting: runs.Setting,
+    pool: Pool,
+    base: dict[str, Any],
+    pending: list[tuple[Job, Selection, bool]],
+    notes: list[str],
+) -> WarmProject | None:
+    """The server for the mutants it can take, started and checked; None when it cannot
+    serve (said in the notes when some mutant could have used it)."""
+    warm = [(job, chosen) for job, chosen, swappable in pending if swappable]
+    if not (warm and options.warm_project and setting.command.is_pytest and not setting.fresh):
+        return None
+    project = WarmProject(setting, base.get("plugins"))
+    targets = sorted({job.target.path for job, _ in warm})
+    why = project.start(targets, ready_timeout(base["wall_s"]))
+    if not why:
+        wanted = [test for _, chosen in warm for test in chosen.tests or []]
+        every = any(chosen.tests is None for _, chosen in warm)
+        tests = None if every else list(dict.fromkeys(wanted))
+        why = verify(project, pool, setting, tests, deadline(base, tests, options.timeout_factor))
+    if why:
+        project.close()
+        notes.append(
+            f"the project could not be imported and collected once for every mutant: {why}; "
+            "each mutant's child imported and collected afresh"
+        )
+        return None
+    cold = len(pending) - len(warm)
+    if cold:
+        notes.append(
+            f"{cold} of {len(pending)} mutants ran in a child that imported and collected "
+            "afresh (a change at import, or code run while the tests were collected)"
+        )
+    return project
 
 
 def _run_pending(
@@ -132,25 +191,30 @@ def _run_pending(
     setting: runs.Setting,
     pool: Pool,
     base: dict[str, Any],
-    pending: list[tuple[Job, Selection]],
-    started: dict[int, tuple[Job, Selection, runs.Prepared]],
+    pending: list[tuple[Job, Selection, bool]],
+    started: dict[int, tuple[Job, Selection, runs.Prepared, bool]],
+    project: WarmProject | None,
 ) -> Iterator[Row]:
-    trust_reach = not base.get("spawned")
+    unprobed = base.get("unprobed") or {}
     number = 0
     while pending or started:
         while pending and not pool.full:
-            job, chosen = pending.pop(0)
+            job, chosen, swappable = pending.pop(0)
             number += 1
             prepared = runs.prepare(setting, number, job)
             timeout = deadline(base, chosen.tests, options.timeout_factor)
-            runs.start(
-                setting, pool, number, timeout, prepared, job, chosen.tests, None,
-                base.get("plugins"),
-            )  # fmt: skip
-            started[number] = (job, chosen, prepared)
+            plugins = base.get("plugins")
+            spec = runs.pytest_spec(setting, prepared, job, chosen.tests, None, plugins)
+            warm = bool(swappable and project and project.start_run(pool, number, timeout, spec))
+            if not warm:
+                runs.start(
+                    setting, pool, number, timeout, prepared, job, chosen.tests, None, plugins
+                )
+            started[number] = (job, chosen, prepared, warm)
         for finished in pool.wait():
-            job, chosen, prepared = started.pop(finished.key)
+            job, chosen, prepared, warm = started.pop(finished.key)
             result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
+            trust_reach = not base.get("spawned") and job.target.name not in unprobed
             status, killed_by, detail = classify(job, finished.exit_code, result, tail, trust_reach)
             ran = (result or {}).get("durations") or {}
             yield row_for(
@@ -158,13 +222,29 @@ def _run_pending(
                 status,
                 killed_by=killed_by,
                 failed_with=failure_kinds(killed_by, result),
+                crash=crash_kind(killed_by, result) if status == "killed" else "",
+                covered_by=list(chosen.tests or []),
                 tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
                 cpu_s=round(finished.cpu_s, 3),
                 detail=detail,
+                warm=warm,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
+
+
+def baseline_notes(base: dict[str, Any]) -> list[str]:
+    """One line per thing the baseline could not record, or turned off, and what follows."""
+    notes = list(base.get("turned_off") or [])
+    if base.get("spawned"):
+        notes.append(
+            "the tests start processes (" + ", ".join(base["spawned"][:3]) + "): lines "
+            "run there are not seen, so every mutant ran every test"
+        )
+    for name, why in (base.get("unprobed") or {}).items():
+        notes.append(f"{name} was {why}, so each of its mutants ran every test")
+    return notes
 
 
 def deadline(base: dict[str, Any], tests: list[str] | None, factor: float) -> float:

@@ -36,7 +36,9 @@ from trainwreck.checks import (
     check_gradients,
     check_initial_loss,
     check_labels_aligned,
+    check_loader_shuffles,
     check_loss_decreases,
+    check_lr_trace,
     check_overfit_batch,
     check_params_change,
     check_train_eval_modes,
@@ -159,6 +161,10 @@ class Parts:
     min_drop: float = 0.1
     overfit_steps: int = 60
     overfit_ratio: float = 0.1
+    loader: Any = None  # the training loader main() built (None: the test is skipped)
+    # (loop, the learning rate at the start of each epoch of the correct loop) for loops
+    # whose main() steps a scheduler per epoch; None: the test is skipped
+    schedule: tuple[str, list[float]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -208,6 +214,38 @@ def test_overfit_batch(parts: Parts) -> None:
     )
 
 
+def test_loader_shuffles(parts: Parts) -> None:
+    if parts.loader is None:
+        pytest.skip("the loop's training data is not a loader this test can reach")
+    check_loader_shuffles(parts.loader)
+
+
+def test_lr_schedule(parts: Parts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if parts.schedule is None:
+        pytest.skip("no scheduler stepped per epoch by main()")
+    monkeypatch.chdir(tmp_path)  # main() may write (a checkpoint) where it runs
+    name, expected = parts.schedule
+    check_lr_trace(epoch_lrs(name, len(expected)), expected)
+
+
+def epoch_lrs(name: str, epochs: int) -> list[float]:
+    """``main()`` run for ``epochs`` epochs, its epoch function replaced by one that trains
+    nothing and notes the learning rate at each epoch's start: the schedule as ``main()``
+    drives it (scheduler steps, a resume from a checkpoint), one epoch at a time."""
+    loop = load_loop(name)
+    signature = inspect.signature(loop.train_one_epoch)
+    lrs: list[float] = []
+
+    def stand_in(*args: Any, **kwargs: Any) -> float:
+        optimizer = signature.bind(*args, **kwargs).arguments["optimizer"]
+        lrs.append(float(optimizer.param_groups[0]["lr"]))
+        return 0.0
+
+    loop.train_one_epoch = stand_in  # main() looks its epoch function up at each call
+    loop.main(["--seed", "0", "--epochs", str(epochs)])
+    return lrs
+
+
 def epoch_function_parts(
     loop: ModuleType,
     captured: dict[str, Any],
@@ -243,5 +281,6 @@ def epoch_function_parts(
         batches=batches[1:] if batches else settings.pop("batches"),
         labels=labels,
         expected_loss=expected_loss,
+        loader=loader if data_arg == "loader" else None,
         **settings,
     )

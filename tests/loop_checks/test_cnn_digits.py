@@ -14,6 +14,8 @@ def build() -> Parts:
     loss_fn, ln10 = captured["criterion"], math.log(10)
     # min_drop: about half the correct loop's drop over the same steps.
     settings = dict(n_batches=21, min_drop=0.3, overfit_steps=40)
+    # The correct schedule: lr 0.02 halved every 4 epochs (StepLR), at each epoch's start.
+    settings["schedule"] = ("cnn_digits", [0.02] * 4 + [0.01] * 4 + [0.005])
     return epoch_function_parts(loop, captured, loss_fn=loss_fn, expected_loss=ln10, **settings)
 
 

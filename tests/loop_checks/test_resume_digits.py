@@ -14,6 +14,9 @@ def build() -> Parts:
     loss_fn, ln10 = captured["criterion"], math.log(10)
     # min_drop: about half the correct loop's drop over the same steps.
     settings = dict(n_batches=21, min_drop=0.12, overfit_steps=100)
+    # The correct schedule over 12 epochs, resumed from its checkpoint after epoch 6:
+    # lr 3e-3, x0.7 every 5 epochs (StepLR), at each epoch's start.
+    settings["schedule"] = ("resume_digits", [3e-3] * 5 + [2.1e-3] * 5 + [1.47e-3] * 2)
     return epoch_function_parts(loop, captured, loss_fn=loss_fn, expected_loss=ln10, **settings)
 
 
