@@ -12,7 +12,14 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.semantics import bound_names, callee_name, method_name, per_node, receiver
+from mutator.semantics import (
+    bound_names,
+    callee_name,
+    identifier_words,
+    method_name,
+    per_node,
+    receiver,
+)
 from mutator.semantics.grad_flow import closure, dependencies
 
 Scope = cst.FunctionDef | None
@@ -32,7 +39,7 @@ def _in_scope(node: cst.CSTNode, scope: Scope, ctx: Context) -> bool:
     return ctx.enclosing_function(node) is scope
 
 
-__all__ = ["backward_calls", "closure", "dependencies", "feeds_loss", "loss_names"]
+__all__ = ["backward_calls", "closure", "dependencies", "feeds_loss", "loss_code", "loss_names"]
 
 
 def backward_calls(scope: Scope, ctx: Context) -> list[cst.Call]:
@@ -96,3 +103,16 @@ def feeds_loss(statement: cst.CSTNode, ctx: Context) -> bool:
             if isinstance(small, cst.AugAssign) and _base(small.target) is not None:
                 bound.add(_base(small.target))  # type: ignore[arg-type]
     return bool(bound & names)
+
+
+_LOSS_WORDS = frozenset({"loss", "losses", "criterion", "objective"})
+
+
+def loss_code(statement: cst.CSTNode, ctx: Context) -> bool:
+    """Is ``statement`` part of computing a loss: it feeds the backwarded loss, or it sits
+    in a function named for a loss (``p_losses``, ``compute_loss``: the backward may live in
+    another file)?"""
+    if feeds_loss(statement, ctx):
+        return True
+    function = ctx.enclosing_function(statement)
+    return function is not None and bool(identifier_words(function.name.value) & _LOSS_WORDS)
