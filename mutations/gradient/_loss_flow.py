@@ -110,9 +110,12 @@ _LOSS_WORDS = frozenset({"loss", "losses", "criterion", "objective"})
 
 def loss_code(statement: cst.CSTNode, ctx: Context) -> bool:
     """Is ``statement`` part of computing a loss: it feeds the backwarded loss, or it sits
-    in a function named for a loss (``p_losses``, ``compute_loss``: the backward may live in
-    another file)?"""
+    in a function or class named for a loss (``p_losses``, ``class FocalLoss``: the
+    backward may live in another file)?"""
     if feeds_loss(statement, ctx):
         return True
     function = ctx.enclosing_function(statement)
-    return function is not None and bool(identifier_words(function.name.value) & _LOSS_WORDS)
+    if function is not None and identifier_words(function.name.value) & _LOSS_WORDS:
+        return True
+    owner = ctx.enclosing(statement, cst.ClassDef)  # ``class FocalLoss(nn.Module)``
+    return owner is not None and bool(identifier_words(owner.name.value) & _LOSS_WORDS)  # type: ignore[attr-defined]
