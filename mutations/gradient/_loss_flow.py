@@ -50,11 +50,30 @@ def backward_calls(scope: Scope, ctx: Context) -> list[cst.Call]:
     ]
 
 
+# Values that leave autograd: nothing computed before them carries a gradient through.
+_LEAVES_GRAPH = frozenset({"numpy", "item", "tolist", "argmax", "argmin"})
+
+
+def _graph_free(scope: Scope, ctx: Context) -> set[str]:
+    """Names bound in ``scope`` to a value that left autograd (``actions = q.argmax(1)
+    .cpu().numpy()``): an RL script's acting step does not feed its loss's gradient."""
+    found: set[str] = set()
+    for assign in ctx.nodes(cst.Assign):
+        value = assign.value  # type: ignore[attr-defined]
+        if not _in_scope(assign, scope, ctx) or not isinstance(value, cst.Call):
+            continue
+        if method_name(value) in _LEAVES_GRAPH or callee_name(value) in _LEAVES_GRAPH:
+            for target in assign.targets:  # type: ignore[attr-defined]
+                found.update(bound_names(target.target))
+    return found
+
+
 @per_node
 def loss_names(scope: Scope, ctx: Context) -> frozenset[str]:
     """The names the loss backwarded in ``scope`` (or returned to a caller that backwards
-    it) is computed from."""
-    deps = dependencies(scope, ctx)
+    it) is computed from, through values that carry a gradient."""
+    free = _graph_free(scope, ctx)
+    deps = {name: reads for name, reads in dependencies(scope, ctx).items() if name not in free}
     seeds: set[str] = set()
     for call in backward_calls(scope, ctx):
         seeds |= _reads(receiver(call), ctx)

@@ -129,6 +129,13 @@ class DropDetachInLoss(Swap):
             loss_d = criterion(netD(fake.detach()), zeros)
             loss_d.backward()
         """,
+        # Handed with the critic to a penalty helper: the GAN's detached fake batch again.
+        """
+            fake = generator(z)
+            gp = compute_gradient_penalty(critic, real, fake.detach())
+            d_loss = critic(fake.detach()).mean() - critic(real).mean() + 10 * gp
+            d_loss.backward()
+        """,
         # A hidden state re-bound to itself: drop_hidden_detach's bug.
         """
             for x, y in batches:
@@ -173,7 +180,9 @@ class DropDetachInLoss(Swap):
         holder = ctx.parent(node)
         if isinstance(holder, cst.Arg):
             consumer = ctx.parent(holder)
-            if isinstance(consumer, cst.Call) and _model_call(consumer, ctx):
+            if isinstance(consumer, cst.Call) and (
+                _model_call(consumer, ctx) or any(is_model(a.value, ctx) for a in consumer.args)
+            ):
                 return None  # the detached input of another model (a GAN's fake batch)
         outer = ctx.parent(holder) if isinstance(holder, cst.Attribute) else None
         if isinstance(outer, cst.Call) and method_name(outer) in _LEAVES_GRAPH:

@@ -39,6 +39,8 @@ def _network_constructor(value: cst.BaseExpression, ctx: Context) -> bool:
     ``nn.Linear`` heads are layers of one network) nor a method (``D.cuda()``)."""
     if not isinstance(value, cst.Call) or not is_model(value, ctx):
         return False
+    if not (dotted_name(value.func) or "").rsplit(".", 1)[-1][:1].isupper():
+        return False  # ``generator(z)``: a model's output, not a network built by a class
     if isinstance(value.func, cst.Attribute) and is_model(value.func.value, ctx):
         return False
     return not resolve(value.func, ctx).under("torch.nn")
