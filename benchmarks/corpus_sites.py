@@ -69,6 +69,7 @@ import site_match  # noqa: E402
 
 from mutations.registry import all_operators  # noqa: E402
 from mutator import MutationError, SourceFile  # noqa: E402
+from mutator.project import Project  # noqa: E402
 
 CORPUS = HERE / "corpus.toml"
 LABELS = HERE / "corpus_labels.csv"
@@ -188,17 +189,46 @@ def read_pinned(script: Script, root: Path) -> str:
     return done.stdout
 
 
+def pinned_project(script: Script, root: Path) -> Project:
+    """The script's repository at its pinned commit, as the project its imports read."""
+    git = ["git", f"--git-dir={script.git_dir(root)}"]
+
+    def read(path: str) -> str | None:
+        done = subprocess.run([*git, "show", f"{script.commit}:{path}"], capture_output=True)
+        if done.returncode != 0:
+            return None
+        try:
+            return done.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def listdir(folder: str) -> list[str]:
+        spec = f"{script.commit}:{folder}" if folder else f"{script.commit}:"
+        done = subprocess.run([*git, "ls-tree", "--name-only", spec], capture_output=True)
+        return done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
+
+    return Project(read, listdir)
+
+
 def diff_hash(diff: str) -> str:
     """A short hash of the diff's body: file headers and hunk positions left out."""
     body = [line for line in diff.splitlines() if not line.startswith(("---", "+++", "@@"))]
     return hashlib.sha256("\n".join(body).encode("utf-8")).hexdigest()[:10]
 
 
-def mutants_of(source: str, name: str, operators=None) -> tuple[list[CorpusMutant], list[str]]:
+def mutants_of(
+    source: str,
+    name: str,
+    operators=None,
+    project: Project | None = None,
+    path: str | None = None,
+) -> tuple[list[CorpusMutant], list[str]]:
     """Every first-order mutant of ``source`` and the operators that made the engine raise
-    (as ``"operator: message"``); one raising operator leaves the others' mutants whole."""
+    (as ``"operator: message"``); one raising operator leaves the others' mutants whole.
+    ``project``/``path``: the repository around the script, read where an operator asks
+    what an imported model holds."""
     operators = all_operators() if operators is None else operators
-    parsed = SourceFile(source, f"{name}.py")
+    parsed = SourceFile(source, f"{name}.py", project, path)
     errors: list[str] = []
     try:
         sites = parsed.find_sites(operators)
@@ -372,5 +402,8 @@ def collect(
         except ValueError as error:
             missing.append(f"{script.name}: {error}")
             continue
-        mutants[script.name], errors[script.name] = mutants_of(source, script.name, operators)
+        project = pinned_project(script, root)
+        mutants[script.name], errors[script.name] = mutants_of(
+            source, script.name, operators, project, script.path
+        )
     return mutants, errors, missing

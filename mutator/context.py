@@ -5,12 +5,16 @@ What names mean (imports, resolution) is ``mutator.semantics.names``."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider, ScopeProvider
 from libcst.metadata.scope_provider import Scope
+
+if TYPE_CHECKING:
+    from mutator.project import Project
 
 PROVIDERS = (PositionProvider,)
 
@@ -23,8 +27,14 @@ class Context:
         wrapper: MetadataWrapper,
         nodes_by_type: dict[type, list[cst.CSTNode]],
         parents: dict[cst.CSTNode, cst.CSTNode],
+        project: Project | None = None,
+        path: str = "",
     ):
         self.module: cst.Module = wrapper.module
+        # The files around this module (its imports, its callers) and its path among them:
+        # ``mutator.semantics.modules`` reads them on demand; None: this file alone.
+        self.project = project
+        self.path = path
         self._wrapper = wrapper
         self._metadata = wrapper.resolve_many(PROVIDERS)
         self._scopes: dict[cst.CSTNode, Scope | None] | None = None
@@ -130,3 +140,29 @@ class Context:
             ends = [(self.position(n).end.line, self.position(n).end.column) for n in nodes]
             cached = self._span_cache[kind] = (starts, ends, nodes)
         return cached
+
+
+class Indexer(cst.CSTVisitor):
+    """The one pass: index every node by type and record enclosing function/class names."""
+
+    def __init__(self) -> None:
+        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.scope_of: dict[int, str] = {}
+        self.parent_of: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._scopes: list[str] = []
+        self._stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.by_type[type(node)].append(node)
+        self.scope_of[id(node)] = ".".join(self._scopes) or "<module>"
+        if self._stack:
+            self.parent_of[node] = self._stack[-1]
+        self._stack.append(node)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._scopes.append(node.name.value)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+            self._scopes.pop()

@@ -12,18 +12,20 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from mutator.context import Context
+from mutator.context import Context, Indexer
 from mutator.cst_internals import code_at_depth, statement_offsets
 from mutator.diff import unified_diff_lines
 from mutator.errors import MutationError
 from mutator.gate import NON_SITE, OFF_CONTEXT, Rejected, off_context, screen
 from mutator.higher_order import choose_higher_order  # noqa: F401  (callers import it here)
 from mutator.operator import Edits, NonSite, Operator, Replacement
+from mutator.project import Project
 from mutator.rewrite import Apply, render_module
 from mutator.semantics.roles import site_context
 from mutator.site import Site, Span
@@ -75,36 +77,18 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class _Indexer(cst.CSTVisitor):
-    """The one pass: index every node by type and record enclosing function/class names."""
-
-    def __init__(self) -> None:
-        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
-        self.scope_of: dict[int, str] = {}
-        self.parent_of: dict[cst.CSTNode, cst.CSTNode] = {}
-        self._scopes: list[str] = []
-        self._stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.by_type[type(node)].append(node)
-        self.scope_of[id(node)] = ".".join(self._scopes) or "<module>"
-        if self._stack:
-            self.parent_of[node] = self._stack[-1]
-        self._stack.append(node)
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self._scopes.append(node.name.value)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
-        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
-            self._scopes.pop()
-
-
 class SourceFile:
     """A parsed training script: find sites and build mutants without re-parsing."""
 
-    def __init__(self, source: str, target: str = "<string>") -> None:
+    def __init__(
+        self,
+        source: str,
+        target: str = "<string>",
+        project: Project | None = None,
+        path: str | None = None,
+    ) -> None:
+        """``project``: the files around the script (``mutator.project``), read when an
+        analysis asks what an imported model holds; ``path``: the script's own path there."""
         self.source = source
         self.target = target
         try:
@@ -124,10 +108,13 @@ class SourceFile:
         # A freshly parsed tree is ours alone: no defensive deep copy needed.
         self._wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.module = self._wrapper.module
-        indexer = _Indexer()
+        indexer = Indexer()
         self.module.visit(indexer)
         self._scope_of = indexer.scope_of
-        self.context = Context(self._wrapper, indexer.by_type, indexer.parent_of)
+        own_path = path if path is not None else target
+        self.context = Context(self._wrapper, indexer.by_type, indexer.parent_of, project, own_path)
+        if project is not None:
+            project.adopt(own_path, self.context)
         self._statement_offsets: dict[int, tuple[int, int]] | None = None
         self._lines: Lines | None = None
         self.pragma_lines = {
@@ -136,8 +123,12 @@ class SourceFile:
 
     @classmethod
     def from_path(cls, path: str, target: str | None = None) -> SourceFile:
+        """The file at ``path``, with the files around it as its project."""
         with open(path, encoding="utf-8") as handle:
-            return cls(handle.read(), target or path.replace("\\", "/").rsplit("/", 1)[-1])
+            text = handle.read()
+        where = Path(path).resolve().as_posix()
+        name = target or path.replace("\\", "/").rsplit("/", 1)[-1]
+        return cls(text, name, Project.on_disk(), where)
 
     # -- sites ----------------------------------------------------------------------
     def find_sites(self, operators: Sequence[Operator]) -> list[Site]:

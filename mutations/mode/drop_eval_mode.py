@@ -17,10 +17,12 @@ class DropEvalMode(Swap):
     validation-batch statistics and updates its running statistics on validation data,
     leaking it into the model used later. Model selection and early stopping then act
     on wrong numbers. A model without such layers is no site (the mutant is equivalent).
-    A model whose layers the script does not show (imported from another
-    module, or built with a dropout probability that defaults to 0) is assumed to read
-    the mode; on the issue-22 corpus that made 9 of 24 mutants equivalent
-    (x-transformers, diffusion U-Nets, TinyVGG, GPT-2 loaded with ``drop_rate`` 0.0).
+    The model's classes are read where they are: in the script, in the project's files it
+    imports (``from modules import UNet``), or, for a model a sibling script hands in
+    (``engine.train(model=model)``), there; a ``Dropout`` whose probability is 0 on every
+    path (a default ``dropout=0.``, a config dict's ``"drop_rate": 0.0``) reads no mode
+    (issue 29). A model from a package, a hub, a file or built by name is assumed to read
+    the mode (x-transformers' models, a trainer class handed its model by its user).
     Fix: call ``model.eval()`` before every evaluation pass (and
     ``model.train()`` after it). Check: evaluate the same batch twice and compare the
     outputs (they differ with dropout active), or assert ``not model.training`` in the
@@ -136,6 +138,24 @@ class DropEvalMode(Swap):
             def evaluate(loader):
                 net.eval()
                 return [net(x) for x, _ in loader]
+        """,
+        # ... nor a dropout whose probability defaults to 0 (issue 29), layers spread from a
+        # list the class builds.
+        """
+            import torch.nn as nn
+
+            class MLP(nn.Module):
+                def __init__(self, sizes, dropout=0.0):
+                    super().__init__()
+                    layers = []
+                    for a, b in zip(sizes, sizes[1:]):
+                        layers.extend([nn.Linear(a, b), nn.ReLU(), nn.Dropout(dropout)])
+                    self.net = nn.Sequential(*layers)
+
+            model = MLP([4, 8, 2])
+            def evaluate(x):
+                model.eval()
+                return model(x)
         """,
         # ... and so do PyG's graph convolutions (issue 22: link prediction on Cora).
         """

@@ -59,10 +59,9 @@ class DropTrainMode(Swap):
     the model is still in its initial training mode and nothing changes, and only on a model
     with a layer that reads the mode (on one without dropout or batch norm the mutant is
     equivalent, a non-site); a ``train()`` that another one always follows before the
-    next training step is no site either. A model whose layers the script does not show (imported from another
-    module, or built with a dropout probability that defaults to 0) is assumed to read
-    the mode; on the issue-22 corpus that made 8 of 18 mutants equivalent
-    (x-transformers, diffusion U-Nets, TinyVGG, GPT-2 loaded with ``drop_rate`` 0.0). Fix: call
+    next training step is no site either. The model's classes are read in the script and
+    in the project's files (see drop_eval_mode); a model from a package, a hub or a file is
+    assumed to read the mode. Fix: call
     ``model.train()`` at the start of every training epoch (or training step). Where the
     ``train()`` is an evaluation helper's restore of a saved mode (``training =
     model.training`` ... ``if training: model.train()``), the save goes too: the helper
@@ -124,6 +123,37 @@ class DropTrainMode(Swap):
             after="""
                 import torch.nn as nn
                 m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.1))
+                def fit():
+                    pass
+                def test():
+                    m.eval()
+            """,
+        ),
+        # The construction's argument decides a dropout whose default is 0 (issue 29).
+        Example(
+            before="""
+                import torch.nn as nn
+
+                class MLP(nn.Module):
+                    def __init__(self, width, dropout=0.0):
+                        super().__init__()
+                        self.net = nn.Sequential(nn.Linear(width, width), nn.Dropout(dropout))
+
+                m = MLP(8, dropout=0.2)
+                def fit():
+                    m.train()
+                def test():
+                    m.eval()
+            """,
+            after="""
+                import torch.nn as nn
+
+                class MLP(nn.Module):
+                    def __init__(self, width, dropout=0.0):
+                        super().__init__()
+                        self.net = nn.Sequential(nn.Linear(width, width), nn.Dropout(dropout))
+
+                m = MLP(8, dropout=0.2)
                 def fit():
                     pass
                 def test():

@@ -26,10 +26,9 @@ class EvalModeBeforeTraining(Operator):
     models train against stale statistics, so validation results degrade. A model with
     no layer that reads the mode is no site (the mutant is equivalent), nor the last line
     of a helper whose caller switches to train mode again before its next step.
-    A model whose layers the script does not show (imported from another
-    module, or built with a dropout probability that defaults to 0) is assumed to read
-    the mode; on the issue-22 corpus that made 8 of 19 mutants equivalent
-    (x-transformers, diffusion U-Nets, TinyVGG, GPT-2 loaded with ``drop_rate`` 0.0). Fix: call
+    The model's classes are read in the script and in the project's files (see
+    drop_eval_mode); a model from a package, a hub or a file is assumed to read the mode.
+    Fix: call
     ``model.train()`` before training and ``model.eval()`` only around evaluation. Check:
     assert ``model.training`` in the training step; log the eval-mode fraction of
     training forwards; compare train/val curves (the gap grows).
@@ -115,6 +114,20 @@ class EvalModeBeforeTraining(Operator):
                     return self.fc2(self.fc1(x).relu())
 
             model = Net()
+            model.train()
+        """,
+        # A config dict sets every dropout to 0 (issue 29: GPT-2 finetuned with drop_rate 0).
+        """
+            import torch.nn as nn
+
+            class GPT(nn.Module):
+                def __init__(self, cfg):
+                    super().__init__()
+                    self.emb = nn.Embedding(cfg["vocab"], cfg["dim"])
+                    self.drop = nn.Dropout(cfg["drop_rate"])
+
+            CONFIG = {"vocab": 100, "dim": 16, "drop_rate": 0.0}
+            model = GPT(CONFIG)
             model.train()
         """,
     )

@@ -42,8 +42,10 @@ Public API (import from ``mutator.semantics``):
   ``after_training_loop``; ``drives_training`` (a loop that runs training steps);
   ``TRAINING_CONTEXTS`` for operators whose bug is in the training loss or step.
 - layers (``layers``): ``forward_accepts`` (can a module instance's call take a keyword),
-  ``mode_dependent`` (dropout, batch norm or ``self.training`` anywhere in the model),
   ``parameter_tensors`` (how many tensors ``model.parameters()`` yields); None: unknown.
+- train/eval mode (``mode``): ``mode_dependent`` (dropout, batch norm or ``self.training``
+  anywhere in the model; classes the script imports from its project are read through
+  ``ctx.project``, see ``modules``), ``constants`` (what an argument holds for one call).
 - data flow (``flow``): ``loader_feeds_training`` (do a DataLoader's batches reach the
   backwarded loss), ``loaders_of`` (the loaders an edited node configures),
   ``reaches_model`` (does a value reach a model's forward or a dataset's inputs).
@@ -115,7 +117,7 @@ from mutator.semantics.grad_mode import (
     in_no_grad,
 )
 from mutator.semantics.hyperparams import hyperparameter_constants
-from mutator.semantics.layers import forward_accepts, mode_dependent, parameter_tensors
+from mutator.semantics.layers import forward_accepts, parameter_tensors
 from mutator.semantics.losses import (
     ALL_FUNCTIONAL_LOSSES,
     BINARY_LOSSES,
@@ -140,6 +142,7 @@ from mutator.semantics.losses import (
     loss_target,
     uses_loss,
 )
+from mutator.semantics.mode import mode_dependent
 from mutator.semantics.models import (
     MODULE_PASSTHROUGH,
     class_named,

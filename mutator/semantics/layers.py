@@ -1,5 +1,5 @@
-"""What a model's layers imply: the keywords a module's ``forward`` takes, whether a model
-behaves differently in train and eval mode, how many parameter tensors it holds.
+"""What a model's layers imply: the keywords a module's ``forward`` takes and how many
+parameter tensors it holds (whether it reads the train/eval mode: ``mutator.semantics.mode``).
 
 Every answer reads the layers the script builds (``nn.Sequential(...)``, its own
 ``nn.Module`` classes and the helpers they call) and is None when the script does not say:
@@ -13,12 +13,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from mutator.context import Context
-from mutator.semantics.cache import per_node
 from mutator.semantics.losses import LOSS_CLASSES
 from mutator.semantics.models import MODULE_PASSTHROUGH, class_named, nn_class, unwrap_calls
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import values_of
-from mutator.semantics.syntax import find_arg, is_false, number_value
+from mutator.semantics.syntax import find_arg, is_false
 
 # Loss modules whose ``forward`` is not ``(input, target)``.
 _LOSS_FORWARD = {
@@ -30,21 +29,8 @@ _LOSS_FORWARD = {
     "GaussianNLLLoss": ("input", "target", "var"),
     "PoissonNLLLoss": ("log_input", "target"),
 }
-# torch.nn classes that behave differently in train and eval mode (prefixes of their names).
-_MODE_LAYERS = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm", "LazyBatchNorm")
-_MODE_LAYERS += ("SyncBatchNorm", "Transformer")
-# ... and those that do only with an argument: recurrent dropout, tracked instance statistics.
-_RECURRENT = ("RNN", "LSTM", "GRU", "MultiheadAttention")
-_CONTAINERS = ("Sequential", "ModuleList", "ModuleDict")
-# Calls that return the model they are given, wrapped.
-_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel", "compile"})
-# torch calls that return a model whose layers the script does not show.
-_LOADED = ("torch.hub.", "torch.load", "torch.jit.load")
-# PyTorch Geometric convolutions with no dropout or normalisation inside (issue 22: the
-# link-prediction example's two GCNConv layers): message passing reads no mode.
-_PYG_MODE_FREE = frozenset(
-    {"GCNConv", "SAGEConv", "GraphConv", "ChebConv", "SGConv", "TAGConv", "LGConv"}
-)
+# Layers with no parameter tensor among the mode-dependent ones.
+_DROPOUTS = ("Dropout", "AlphaDropout", "FeatureAlphaDropout")
 
 
 def _module_values(expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> list | None:
@@ -64,7 +50,7 @@ def _local_class(call: cst.Call, ctx: Context) -> cst.ClassDef | None:
     return class_named(ctx, next(iter(names)).removeprefix("<local>."))
 
 
-def _agree(verdicts: list[bool | None]) -> bool | None:
+def agree(verdicts: list[bool | None]) -> bool | None:
     """All True, all False, or None (unknown or mixed)."""
     if not verdicts or None in verdicts or len(set(verdicts)) > 1:
         return None
@@ -74,7 +60,7 @@ def _agree(verdicts: list[bool | None]) -> bool | None:
 # -- forward keywords ----------------------------------------------------------------------
 
 
-def _methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+def class_methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
     body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
     return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
 
@@ -91,7 +77,7 @@ def _built_takes(call: cst.Call, keyword: str, ctx: Context) -> bool | None:
     if loss is not None:
         return keyword in _LOSS_FORWARD.get(loss, ("input", "target"))
     cls = _local_class(call, ctx)
-    forward = _methods(cls).get("forward") if cls is not None else None
+    forward = class_methods(cls).get("forward") if cls is not None else None
     return None if forward is None else _takes(forward, keyword)
 
 
@@ -103,13 +89,13 @@ def forward_accepts(
     calls = _module_values(func, ctx, at)
     if calls is None:
         return None
-    return _agree([_built_takes(call, keyword, ctx) for call in calls])
+    return agree([_built_takes(call, keyword, ctx) for call in calls])
 
 
-# -- train/eval mode -----------------------------------------------------------------------
+# -- layers of a container -------------------------------------------------------------------
 
 
-def _layer_args(call: cst.Call) -> Iterator[cst.BaseExpression]:
+def layer_args(call: cst.Call) -> Iterator[cst.BaseExpression]:
     """The layers a container call is given: ``Sequential(a, b)``, ``ModuleList([a, b])``."""
     for arg in call.args:
         if arg.star:
@@ -120,127 +106,6 @@ def _layer_args(call: cst.Call) -> Iterator[cst.BaseExpression]:
             yield from (e.value for e in arg.value.elements if isinstance(e, cst.DictElement))
         else:
             yield arg.value
-
-
-def _nn_mode(call: cst.Call, tail: str, ctx: Context, depth: int) -> bool | None:
-    if tail.startswith(_MODE_LAYERS):
-        return True
-    if tail in _RECURRENT:
-        dropout = find_arg(call, "dropout")
-        return dropout is not None and number_value(dropout.value) != 0
-    if tail.startswith("InstanceNorm"):
-        tracked = find_arg(call, "track_running_stats")
-        return tracked is not None and not is_false(tracked.value)
-    if tail in _CONTAINERS:
-        verdicts = []
-        for layer in _layer_args(call):
-            if isinstance(layer, cst.Call):
-                verdicts.append(_call_mode(layer, ctx, depth + 1))
-            else:
-                verdicts.append(None)  # a layer built elsewhere, or ``*layers``
-        return True if True in verdicts else (None if None in verdicts else False)
-    return False
-
-
-def _built_by_name(func: cst.BaseExpression) -> bool:
-    """Is the callee looked up at run time (``models.__dict__[args.arch]``, ``MODELS[name]``,
-    ``getattr(models, name)``)? What it builds is unknown: only a run can tell (issue 29:
-    BatchNorm ResNets read as mode-free). ``self.layers[i]`` is a layer the class builds."""
-    if isinstance(func, cst.Call):
-        return True
-    if not isinstance(func, cst.Subscript):
-        return False
-    root = func.value
-    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
-        root = root.func if isinstance(root, cst.Call) else root.value
-    return not (isinstance(root, cst.Name) and root.value == "self")
-
-
-def _wrapped_mode(call: cst.Call, ctx: Context, depth: int) -> bool | None:
-    """The mode of the model a wrapper (``DataParallel(model)``, ``torch.compile(model)``)
-    is given."""
-    inner = find_arg(call, "module", 0) or find_arg(call, "model", 0)
-    if inner is None:
-        return None
-    if isinstance(inner.value, cst.Call):
-        return _call_mode(inner.value, ctx, depth + 1)
-    calls = _module_values(inner.value, ctx, call)
-    if calls is None:
-        return None
-    verdicts = [_call_mode(c, ctx, depth + 1) for c in calls if c is not call]
-    return True if True in verdicts else _agree(verdicts)
-
-
-def _call_mode(call: cst.Call, ctx: Context, depth: int) -> bool | None:
-    """Does what ``call`` builds (or runs, inside a model) depend on train/eval mode?"""
-    if depth > 6 or _built_by_name(call.func):
-        return None
-    names = resolve(call.func, ctx).names
-    if not names:
-        return False  # a method of a tensor or of ``self``: the layers are built elsewhere
-    name = next(iter(names)) if len(names) == 1 else None
-    if name is None:
-        return None
-    if name.rsplit(".", 1)[-1] in _WRAPPERS and name.startswith("torch."):
-        return _wrapped_mode(call, ctx, depth)
-    if name.startswith(_LOADED):
-        return None  # a whole model from a file or a hub: its layers are not in the script
-    if name.startswith("torch.nn.") and not name.startswith("torch.nn.functional."):
-        tail = name.rsplit(".", 1)[-1]
-        return _nn_mode(call, tail, ctx, depth) if tail[:1].isupper() else False
-    if name.startswith("torch_geometric.nn.") and name.rsplit(".", 1)[-1] in _PYG_MODE_FREE:
-        return False
-    if name.startswith(("torch.", "builtins.", "math.", "numpy.")):
-        return False  # F.dropout follows ``training=self.training`` (read below), or is on
-    if name.startswith("<local>."):
-        local = name.removeprefix("<local>.").split(".")[0]
-        cls = class_named(ctx, local)
-        if cls is not None:
-            return _class_mode(cls, ctx, depth + 1)
-        functions = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == local]  # type: ignore[attr-defined]
-        if len(functions) == 1:
-            return _body_mode(functions[0], ctx, depth + 1)
-    return None  # a class or helper from another module
-
-
-def _body_mode(root: cst.CSTNode, ctx: Context, depth: int) -> bool | None:
-    if any(a.attr.value == "training" for a in ctx.nodes_within(root, cst.Attribute)):
-        return True  # ``F.dropout(x, training=self.training)``, ``if self.training:``
-    verdicts = [_call_mode(call, ctx, depth) for call in ctx.nodes_within(root, cst.Call)]
-    return True if True in verdicts else (None if None in verdicts else False)
-
-
-@per_node
-def _class_mode_cached(cls: cst.ClassDef, ctx: Context) -> bool | None:
-    return _class_mode(cls, ctx, 0)
-
-
-def _class_mode(cls: cst.ClassDef, ctx: Context, depth: int) -> bool | None:
-    verdicts: list[bool | None] = []
-    for base in cls.bases:
-        names = resolve(base.value, ctx).names
-        if any(n.startswith("torch.nn.") for n in names):
-            continue
-        local = class_named(ctx, next(iter(names)).removeprefix("<local>.")) if names else None
-        verdicts.append(_class_mode(local, ctx, depth + 1) if local is not None else None)
-    verdicts.append(_body_mode(cls, ctx, depth))
-    return True if True in verdicts else (None if None in verdicts else False)
-
-
-def mode_dependent(model: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool | None:
-    """Does the model ``model`` holds act differently in train and eval mode (dropout,
-    batch norm, recurrent dropout, anything reading ``self.training``)? False only when
-    every layer it builds is known and none does; None when the script does not say."""
-    calls = _module_values(model, ctx, at)
-    if calls is None:
-        return None
-    verdicts = []
-    for call in calls:
-        cls = _local_class(call, ctx)
-        verdicts.append(
-            _class_mode_cached(cls, ctx) if cls is not None else _call_mode(call, ctx, 0)
-        )
-    return True if True in verdicts else _agree(verdicts)
 
 
 # -- parameter tensors ---------------------------------------------------------------------
@@ -266,10 +131,10 @@ def _nn_tensors(call: cst.Call, tail: str, ctx: Context, depth: int) -> int | No
     if tail == "Sequential":
         counts = [
             _call_tensors(layer, ctx, depth + 1) if isinstance(layer, cst.Call) else None
-            for layer in _layer_args(call)
+            for layer in layer_args(call)
         ]
         return None if None in counts else sum(counts)  # type: ignore[arg-type]
-    if tail.startswith(_MODE_LAYERS[:3]) or tail in _PARAMETERLESS:
+    if tail.startswith(_DROPOUTS) or tail in _PARAMETERLESS:
         return 0
     return None
 
@@ -296,7 +161,7 @@ def _call_tensors(call: cst.Call, ctx: Context, depth: int) -> int | None:
 def _class_tensors(cls: cst.ClassDef, ctx: Context, depth: int) -> int | None:
     """Parameter tensors of a script's module class whose ``__init__`` assigns each layer
     once (``self.fc = nn.Linear(...)``); None for loops, helpers or other bases."""
-    init = _methods(cls).get("__init__")
+    init = class_methods(cls).get("__init__")
     if init is None or any(
         not any(n.startswith("torch.nn.") for n in resolve(b.value, ctx).names) for b in cls.bases
     ):
