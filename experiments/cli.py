@@ -70,6 +70,7 @@ def _load_operators(specs: Sequence[str] | None) -> list:
 
 def _read_source(path: str, target: str | None = None):
     from mutator.engine import MutationError, SourceFile
+    from mutator.project import Project
 
     file = Path(path)
     if not file.exists():
@@ -81,7 +82,9 @@ def _read_source(path: str, target: str | None = None):
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text (give a Python training script)") from None
     try:
-        return SourceFile(text, target=target or file.name)
+        # The files around it are its project: an imported model's classes are read there.
+        where = file.resolve().as_posix()
+        return SourceFile(text, target or file.name, Project.on_disk(), where)
     except MutationError as error:
         # The engine names the file by its basename; the user wants the path they typed.
         raise UserError(str(error).replace(file.name, path, 1)) from None

@@ -23,6 +23,7 @@ from experiments.harness.spec import RunSpec, Splice, source_sha
 from experiments.project_files import mutated_files
 from mutations.registry import all_operators, all_variants, operator_classes, resolve
 from mutator import MutationError, Operator, SourceFile
+from mutator.project import Project
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ALL = "all"  # every operator, default parameters
@@ -311,11 +312,13 @@ def _context(script: Path, folder: Path, files: list[Path]) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=4)
-def _parsed(source: str, target: str) -> SourceFile:
+def _parsed(source: str, target: str, where: str | None = None) -> SourceFile:
     """The parsed file, reused when the same text is planned again: a strength search
     plans each setting it tries separately (one parse, 0.35 s for a reference loop, not
     one per setting). Finding sites and applying them only read it."""
-    return SourceFile(source, target)
+    # ``where``: the file on disk, so that its operators read the project's other files
+    # (a model class the script imports: issue 29), as ``trainwreck mutate`` does.
+    return SourceFile(source, target, Project.on_disk() if where else None, where)
 
 
 def _mutants(
@@ -324,7 +327,7 @@ def _mutants(
     """Each selected mutant of ``source``: its manifest entry, its source as a ``Splice``
     (the file's text once, each mutant's edits; see ``Splice``) and an invalid reason."""
     try:
-        parsed = _parsed(source, target)
+        parsed = _parsed(source, target, Path(path).resolve().as_posix())
         found = parsed.find_sites(operators)
     except MutationError as error:
         raise SweepError(f"cannot mutate {path}: {error}") from None

@@ -271,3 +271,35 @@ def test_a_local_list_spread_into_sequential_is_read_from_its_appends():
     source = _parse({"t.py": script}, "t.py")
     assert _mode_of(source) is False
     assert _mode_of(source, "other") is None  # the layers are handed in
+
+
+def test_trainwreck_mutate_reads_the_script_s_project(tmp_path, capsys):
+    from experiments.cli import main
+
+    (tmp_path / "modules.py").write_text(textwrap.dedent(MODULES))
+    (tmp_path / "train.py").write_text(textwrap.dedent(TRAIN.format(args="")))
+    code = main(
+        [
+            "mutate",
+            str(tmp_path / "train.py"),
+            "--operator",
+            "drop_eval_mode",
+            "--list",
+            "--rejected",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "drop_eval_mode" in out and "no dropout, batch norm" in out
+    (tmp_path / "modules.py").write_text(textwrap.dedent(MODULES).replace("0.0", "0.3"))
+    main(
+        [
+            "mutate",
+            str(tmp_path / "train.py"),
+            "--operator",
+            "drop_eval_mode",
+            "--list",
+            "--rejected",
+        ]
+    )
+    assert "no dropout, batch norm" not in capsys.readouterr().out
