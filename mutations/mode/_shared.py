@@ -110,9 +110,10 @@ def mode_blind(call: cst.Call, ctx: Context) -> NonSite | None:
 # -- a train() that another train() always follows -----------------------------------------
 
 
-def _retrained_next(use: cst.CSTNode, ctx: Context) -> bool:
+def _retrained_next(use: cst.CSTNode, ctx: Context, model: str | None = None) -> bool:
     """Is ``use`` (a helper's call) in a training loop that trains nothing after it and
-    switches a model to train mode at the top of every iteration, before its first step?"""
+    switches a model (``model``, by its code, when given) to train mode at the top of every
+    iteration, before its first step?"""
     loops = loops_around(use, ctx)
     if not loops or not isinstance(loops[0].body, cst.IndentedBlock):
         return False
@@ -123,11 +124,45 @@ def _retrained_next(use: cst.CSTNode, ctx: Context) -> bool:
     if any(drives_training(s, ctx) for s in body[body.index(top) + 1 :]):
         return False
     for statement in body:
-        if model_mode_statement(statement, ctx, "train") is not None:
+        switch = model_mode_statement(statement, ctx, "train")
+        if switch is not None and (model is None or _model_code(switch, ctx) == model):
             return True
         if drives_training(statement, ctx):
             return False
     return False
+
+
+def _model_code(call: cst.Call, ctx: Context) -> str:
+    return code_of(switched_model(call, ctx)[0])
+
+
+def _trains_after_loop(loop: cst.CSTNode, ctx: Context) -> bool:
+    """Does anything after ``loop`` in its function (or module) train?"""
+    current: cst.CSTNode | None = loop
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
+        if isinstance(current, cst.BaseStatement) and any(
+            drives_training(s, ctx) for s in ctx.following_statements(current)
+        ):
+            return True
+        current = ctx.parent(current)
+    return False
+
+
+def overwritten_next_iteration(statement: cst.CSTNode, call: cst.Call, ctx: Context) -> bool:
+    """Is the mode ``statement`` sets (a switch of a model by ``call``) gone before the next
+    training step: it sits in a training loop that trains nothing after it in the
+    iteration, the loop switches the same model to train mode at the top of every
+    iteration before its first step, and nothing trains after the loop (issue 29: a
+    trainer's ``model.train(mode=True)`` after its evaluation, with every epoch opening on
+    ``model.train(True)``)."""
+    loops = [
+        loop
+        for loop in loops_around(statement, ctx)
+        if ctx.enclosing_function(loop) is ctx.enclosing_function(statement)
+    ]
+    if not loops or not _retrained_next(statement, ctx, _model_code(call, ctx)):
+        return False
+    return not _trains_after_loop(loops[0], ctx)
 
 
 def train_mode_restored_later(statement: cst.CSTNode, ctx: Context) -> bool:

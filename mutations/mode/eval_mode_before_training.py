@@ -9,6 +9,7 @@ from mutations.mode._shared import (
     mode_blind,
     mode_set,
     model_mode_statement,
+    overwritten_next_iteration,
     train_mode_restored_later,
 )
 from mutator.context import Context
@@ -25,7 +26,9 @@ class EvalModeBeforeTraining(Operator):
     no error is raised, the loss still falls, but regularisation is gone and BatchNorm
     models train against stale statistics, so validation results degrade. A model with
     no layer that reads the mode is no site (the mutant is equivalent), nor the last line
-    of a helper whose caller switches to train mode again before its next step.
+    of a helper whose caller switches to train mode again before its next step, nor a
+    ``train()`` late in an iteration of a loop whose every iteration opens on ``train()``
+    (a trainer's restore after its evaluation) when nothing trains after the loop.
     The model's classes are read in the script and in the project's files (see
     drop_eval_mode); a model from a package, a hub or a file is assumed to read the mode.
     Fix: call
@@ -94,6 +97,35 @@ class EvalModeBeforeTraining(Operator):
                         return [self.network(x) for x, _ in loader]
             """,
         ),
+        # Every epoch opens with train(): the one after the evaluation is overwritten before
+        # the next step, and nothing trains after the loop (issue 29: a fit() library), so
+        # only the first is a site.
+        Example(
+            before="""
+                import torch.nn as nn
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+                for epoch in range(3):
+                    model.train(True)
+                    for x in loader:
+                        model(x).sum().backward()
+                        opt.step()
+                    if val is not None:
+                        evaluate(model, val)
+                        model.train(mode=True)
+            """,
+            after="""
+                import torch.nn as nn
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+                for epoch in range(3):
+                    model.eval()
+                    for x in loader:
+                        model(x).sum().backward()
+                        opt.step()
+                    if val is not None:
+                        evaluate(model, val)
+                        model.train(mode=True)
+            """,
+        ),
     )
     non_examples = (
         "trainer.train()\n",
@@ -140,7 +172,7 @@ class EvalModeBeforeTraining(Operator):
         blind = mode_blind(call, ctx)
         if blind is not None:
             return blind
-        if train_mode_restored_later(node, ctx):
+        if train_mode_restored_later(node, ctx) or overwritten_next_iteration(node, call, ctx):
             return NonSite("equivalent: the loop calls train() again before its next training step")
         forwarded = forwarded_switch(call, ctx) if mode_set(call) is None else None
         if forwarded is not None:  # ``self._set_training_mode(True)`` -> ``(False)``

@@ -26,6 +26,7 @@ from mutator.semantics.cache import per_node
 from mutator.semantics.data import identifier_words
 from mutator.semantics.grad_mode import in_no_grad
 from mutator.semantics.losses import criterion_calls, loss_constructor_kind
+from mutator.semantics.models import is_model
 from mutator.semantics.names import resolve
 from mutator.semantics.optim import is_optimizer_step, manual_updates, reads_grad, step_closures
 from mutator.semantics.scope import functions_by_name
@@ -89,9 +90,28 @@ def _called_functions(node: cst.CSTNode, ctx: Context) -> list[cst.FunctionDef]:
     by_name = functions_by_name(ctx)
     found = []
     for call in ctx.nodes_within(node, cst.Call):
+        if _mode_switch(call, ctx):  # type: ignore[arg-type]
+            continue
         name = callee_name(call)  # type: ignore[arg-type]
         found.extend(by_name.get(name or "", []))
     return found
+
+
+def _mode_switch(call: cst.Call, ctx: Context) -> bool:
+    """``model.train()`` / ``model.train(False)`` / ``x.train(mode=True)``: nn.Module's mode
+    switch, no call of the script's own ``train`` (issue 29: a trainer's ``train`` method
+    made every ``model.train(True)`` in it look like a training step)."""
+    if method_name(call) != "train" or len(call.args) > 1:
+        return False
+    if call.args:
+        arg = call.args[0]
+        keyword = arg.keyword.value if arg.keyword is not None else "mode"
+        return (
+            keyword == "mode"
+            and isinstance(arg.value, cst.Name)
+            and arg.value.value in ("True", "False")
+        )
+    return is_model(call.func.value, ctx)  # type: ignore[attr-defined]
 
 
 def _is_model_method(function: cst.FunctionDef, ctx: Context) -> bool:
