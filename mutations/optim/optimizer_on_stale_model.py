@@ -98,6 +98,24 @@ class OptimizerOnStaleModel(Operator):
                 model = torch.nn.DataParallel(model).cuda()
             """,
         ),
+        # A conditional move or wrap is repeated too (issue 29).
+        Example(
+            before="""
+                model = Net()
+                if args.cuda:
+                    model = nn.DataParallel(model).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            """,
+            after="""
+                model = Net()
+                if args.cuda:
+                    model = nn.DataParallel(model).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                model = Net()
+                if args.cuda:
+                    model = nn.DataParallel(model).cuda()
+            """,
+        ),
     )
     non_examples = (
         # The model comes from elsewhere (a parameter): no constructor to repeat.
@@ -124,7 +142,7 @@ class OptimizerOnStaleModel(Operator):
         for previous in reversed(ctx.preceding_statements(node)):
             built = single_assignment(previous)
             if built is None or model not in set(bound_names(built.targets[0].target)):
-                if _moves(previous, model):
+                if _moves(previous, model) or _moves_in_branch(previous, model, ctx):
                     again.insert(0, previous)
                 continue
             if not isinstance(built.targets[0].target, cst.Name) or not isinstance(
@@ -139,6 +157,32 @@ class OptimizerOnStaleModel(Operator):
                 copies = [statement.with_changes(leading_lines=()) for statement in again]
                 return {node: cst.FlattenSentinel([node, *copies])}
         return None
+
+
+def _rewraps(statement: cst.CSTNode, model: str, ctx: Context) -> bool:
+    """``model = model.cuda()``, ``model = DDP(model, ...)``: the model re-bound to itself,
+    moved or wrapped."""
+    built = single_assignment(statement)
+    return (
+        built is not None
+        and isinstance(built.targets[0].target, cst.Name)
+        and built.targets[0].target.value == model
+        and mentions(built.value, model, ctx)
+    )
+
+
+def _moves_in_branch(statement: cst.CSTNode, model: str, ctx: Context) -> bool:
+    """``if args.cuda: model.cuda()`` (or a wrap, with ``elif``/``else`` branches doing the
+    same): a conditional move or wrap of the model, and nothing else (issue 29)."""
+    if not isinstance(statement, cst.If):
+        return False
+    branches: list[cst.BaseSuite] = []
+    current: cst.If | cst.Else | None = statement
+    while current is not None:
+        branches.append(current.body)
+        current = current.orelse if isinstance(current, cst.If) else None
+    lines = [line for branch in branches for line in getattr(branch, "body", ())]
+    return bool(lines) and all(_moves(line, model) or _rewraps(line, model, ctx) for line in lines)
 
 
 def _moves(statement: cst.CSTNode, model: str) -> bool:
