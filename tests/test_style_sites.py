@@ -64,8 +64,6 @@ KNOWN_WRONG = {
     },
     "manual_sgd_regression.py": {
         "normalize_with_full_stats": "misses statistics over x[train_idx] (31)",
-        "step_before_backward": "moves the no_grad update block above backward() as expected, but the "
-        "diff keeps the block and moves backward, so the landing reads as after 54",
         "zero_grad_after_backward": "misses param.grad.zero_() (58)",
         "zero_init": "misses a model without optimizer (45)",
     },

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._shared import nearest_preceding_backward
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     is_manual_step_block,
     is_optimizer_step,
@@ -33,7 +33,7 @@ class StepBeforeBackward(Operator):
     witness = "more empty_steps", "the optimizer steps before the gradients exist"
     node_types = (cst.SimpleStatementLine, cst.With, cst.For)
     examples = (
-        # A hand-written update (no optimizer) is the step.
+        # A hand-written update (no optimizer) that skips missing gradients is the step.
         Example(
             before="""
                 for x, y in loader:
@@ -41,16 +41,18 @@ class StepBeforeBackward(Operator):
                     loss.backward()
                     with torch.no_grad():
                         for p in model.parameters():
-                            p.data.add_(p.grad, alpha=-lr)
-                            p.grad.zero_()
+                            if p.grad is not None:
+                                p.data.add_(p.grad, alpha=-lr)
+                                p.grad.zero_()
             """,
             after="""
                 for x, y in loader:
                     loss = criterion(model(x), y)
                     with torch.no_grad():
                         for p in model.parameters():
-                            p.data.add_(p.grad, alpha=-lr)
-                            p.grad.zero_()
+                            if p.grad is not None:
+                                p.data.add_(p.grad, alpha=-lr)
+                                p.grad.zero_()
                     loss.backward()
             """,
         ),
@@ -104,6 +106,17 @@ class StepBeforeBackward(Operator):
         ),
     )
     non_examples = (
+        # A hand-written update that reads ``.grad`` unguarded: above the first backward the
+        # gradients are None and the step raises TypeError (issue 29: a crash, no bug).
+        """
+            for epoch in range(100):
+                model.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                with torch.no_grad():
+                    for param in model.parameters():
+                        param -= 0.1 * param.grad
+        """,
         """
             optimizer.step()
             loss.backward()
@@ -119,8 +132,29 @@ class StepBeforeBackward(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
-        if not (is_optimizer_step(node, ctx) or is_manual_step_block(node, ctx)):
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        manual = is_manual_step_block(node, ctx)
+        if not (manual or is_optimizer_step(node, ctx)):
             return None
         backward = nearest_preceding_backward(ctx, node)
-        return None if backward is None else move_before(node, backward)
+        if backward is None:
+            return None
+        if manual and not _skips_missing_grads(node, ctx):
+            return NonSite(
+                "the hand-written update reads .grad, None before the first backward(): "
+                "moved above it, the first step raises TypeError (a crash, not a skipped step)"
+            )
+        return move_before(node, backward)
+
+
+def _skips_missing_grads(block: cst.CSTNode, ctx: Context) -> bool:
+    """Does the hand-written update test ``x.grad is None`` / ``is not None`` first?"""
+    for comparison in ctx.nodes_within(block, cst.Comparison):
+        left = comparison.left  # type: ignore[attr-defined]
+        if not (isinstance(left, cst.Attribute) and left.attr.value == "grad"):
+            continue
+        for target in comparison.comparisons:  # type: ignore[attr-defined]
+            none = isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+            if isinstance(target.operator, (cst.Is, cst.IsNot)) and none:
+                return True
+    return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     CLASS_INDEX_LOSSES,
     TRAINING_CONTEXTS,
@@ -15,6 +15,7 @@ from mutator.semantics import (
     loss_target,
     method_name,
     resolve,
+    starts_before,
     uses_loss,
     with_arg_value,
 )
@@ -85,6 +86,16 @@ class FloatClassTargets(Swap):
         ),
     )
     non_examples = (
+        # test labels that only feed a scikit-learn report (issue 29)
+        """
+            import torch
+            from torch import nn
+            from sklearn.metrics import classification_report
+            y_test = torch.tensor(test_labels, dtype=torch.long)
+            criterion = nn.CrossEntropyLoss()
+            loss = criterion(model(x), batch_labels)
+            print(classification_report(y_test.numpy(), predicted.numpy()))
+        """,
         # token ids are long too, but they are no targets of a class loss here
         """
             import torch
@@ -103,10 +114,16 @@ class FloatClassTargets(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         found = self._replacement(node, ctx)
         if found is None:
             return None
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Assign) and _only_leaves_torch(parent, ctx):
+            return NonSite(
+                "the labels only feed code outside torch (a scikit-learn report, .numpy()): "
+                "no loss reads them, and a float class index compares equal"
+            )
         return found
 
     def _replacement(self, node: cst.CSTNode, ctx: Context) -> cst.CSTNode | None:
@@ -145,3 +162,46 @@ class FloatClassTargets(Swap):
             and isinstance(parent.targets[0].target, cst.Name)
             and is_label_name(parent.targets[0].target.value)
         )
+
+
+# Reads that take a tensor out of torch: nothing after them reaches a loss.
+_LEAVING = frozenset({"numpy", "tolist", "item"})
+_OUTSIDE = ("sklearn.", "numpy.", "matplotlib.", "pandas.", "builtins.print")
+
+
+def _only_leaves_torch(assign: cst.Assign, ctx: Context) -> bool:
+    """Is every later read of the assigned labels (``y_test``) a conversion out of torch
+    (``y_test.numpy()``) or an argument of scikit-learn, numpy, matplotlib or ``print``
+    (issue 29: test labels that only feed ``classification_report``)?"""
+    name = assign.targets[0].target.value  # type: ignore[attr-defined]
+    uses = [
+        n
+        for n in ctx.nodes(cst.Name)
+        if n.value == name  # type: ignore[attr-defined]
+        and not isinstance(ctx.parent(n), cst.AssignTarget)
+        and starts_before(assign, n, ctx)
+        and not ctx.within(assign, n)
+    ]
+    return bool(uses) and all(_leaves_torch(use, ctx) for use in uses)
+
+
+def _leaves_torch(use: cst.CSTNode, ctx: Context) -> bool:
+    node = use
+    while True:
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            call = ctx.parent(parent)
+            if not isinstance(call, cst.Call) or call.func is not parent:
+                return False
+            if parent.attr.value in _LEAVING:
+                return True
+            if parent.attr.value not in ("cpu", "detach"):
+                return False
+            node = call
+            continue
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            return isinstance(call, cst.Call) and any(
+                n.startswith(_OUTSIDE) for n in resolve(call.func, ctx).names
+            )
+        return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     bound_names,
     disables_grad,
@@ -222,6 +222,14 @@ class NoGradTrainingStep(Operator):
             if args.alpha: loss = loss + args.alpha * h.pow(2).mean()
             loss.backward()
         """,
+        # An attribute read: the loss object (or a model output's loss) keeps its graph
+        # (issue 29: a seq2seq trainer's ``loss = self.loss``).
+        """
+            import torch
+            loss = self.loss
+            loss.eval_batch(model(x), y)
+            loss.backward()
+        """,
         # accelerate's backward takes the loss: the accelerator is no loss (x-transformers).
         """
             import torch
@@ -243,7 +251,7 @@ class NoGradTrainingStep(Operator):
         """,
     )
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         names = _assigned(node, ctx)
         torch = module_alias(ctx, "torch", node)
         if not names or torch is None or in_no_grad(node, ctx):
@@ -259,6 +267,11 @@ class NoGradTrainingStep(Operator):
         for following in ctx.following_statements(node):
             # The backward may sit in a block below: ``if optimizer is not None: ...``.
             for line in _lines(following, ctx):
+                if _backwarded(line) in names and assign is not None and dotted_name(assign.value):
+                    return NonSite(  # ``loss = self.loss``, ``loss = outputs.loss`` (issue 29)
+                        "an attribute read builds no graph: the value keeps the one it was "
+                        "built with"
+                    )
                 if _backwarded(line) in names:
                     return {node: _wrapped(node, torch)}
                 if names & _assigned(line, ctx):
