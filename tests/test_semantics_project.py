@@ -303,3 +303,25 @@ def test_trainwreck_mutate_reads_the_script_s_project(tmp_path, capsys):
         ]
     )
     assert "no dropout, batch norm" not in capsys.readouterr().out
+
+
+def test_a_project_class_is_a_model_and_a_project_loss_is_not():
+    files = {
+        "train.py": """
+            from model import Seq2Seq
+            from splitcross import SplitCrossEntropyLoss
+
+            seq2seq = Seq2Seq(encoder, decoder).cuda()
+            criterion = SplitCrossEntropyLoss(10).cuda()
+        """,
+        "model.py": "import torch.nn as nn\n\nclass Seq2Seq(nn.Module):\n    pass\n",
+        "splitcross.py": "import torch.nn as nn\n\nclass SplitCrossEntropyLoss(nn.Module):\n    pass\n",
+    }
+    source = _parse(files, "train.py")
+    ops = [get_operator("drop_model_to_device"), get_operator("drop_input_to_device")]
+    found = {(s.operator.name, s.line) for s in source.find_sites(ops)}
+    assert found == {("drop_model_to_device", 5)}
+    alone = _parse({"train.py": files["train.py"]}, "train.py")
+    assert {(s.operator.name, s.line) for s in alone.find_sites(ops)} == {
+        ("drop_input_to_device", 5)
+    }

@@ -9,6 +9,7 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.semantics.cache import per_node
+from mutator.semantics.modules import imported_definition
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import (
     _enclosing_class,
@@ -81,6 +82,12 @@ def _call_is_module(call: cst.Call, ctx: Context, depth: int) -> bool | None:
         local = _class_is_module(callee, ctx, depth)
         if local is not None:
             return local
+    # A class of the project's own files (``from model import Seq2Seq``, issue 29); a loss
+    # module (``SplitCrossEntropyLoss``) is no model.
+    found = imported_definition(call.func, ctx)
+    if found is not None and isinstance(found[0], cst.ClassDef):
+        named_otherwise = _NOT_MODEL_NAME.search(found[0].name.value)
+        return is_module_class(found[0], found[1]) and not named_otherwise
     if any(q.startswith("torch.") for q in resolved):
         return False  # torch.Generator(), torch.optim.Adam(...): resolved, and not a model
     return None
