@@ -6,6 +6,7 @@ import libcst as cst
 
 from mutations.data._lambdas import scaling_lambda_list
 from mutations.data._pipelines import named_transform_uses, pipeline_role, transform_list
+from mutations.data._plotted import only_drawn
 from mutations.data._shared import (
     drop_normalizations,
     normalization_group,
@@ -124,6 +125,19 @@ class DropInputNormalization(Operator):
         ),
     )
     non_examples = (
+        # A few images scaled for the plots alone; the model's output on them is drawn too
+        # (issue 29: an autoencoder tutorial's view_data).
+        """
+            import torch
+            import matplotlib.pyplot as plt
+            view_data = train_data.data[:5].view(-1, 784).type(torch.FloatTensor) / 255.
+            plt.imshow(view_data.numpy()[0].reshape(28, 28))
+            for x, _ in loader:
+                _, decoded = autoencoder(x.view(-1, 784))
+                loss_func(decoded, x.view(-1, 784)).backward()
+                _, shown = autoencoder(view_data)
+                plt.imshow(shown.data.numpy()[0].reshape(28, 28))
+        """,
         "y_train = (y_train - y_mean) / y_std\n",  # regression targets, not inputs
         "change = (loss - prev_loss) / prev_loss\n",
         "lr = base_lr / 10\n",
@@ -214,5 +228,11 @@ class DropInputNormalization(Operator):
             return NonSite(
                 f"`{code_of(node)}` normalises a value no model reads (a return, a target): "
                 "not the model's inputs"
+            )
+        holders = [ctx.enclosing(member, cst.Assign) for member in members]
+        if all(holder is not None and only_drawn(holder, ctx) for holder in holders):
+            return NonSite(
+                f"`{code_of(node)}` scales images the script only draws (and a model's output "
+                "on them): the training inputs do not pass through it"
             )
         return drop_normalizations(members, ctx)

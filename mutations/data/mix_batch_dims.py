@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     as_receiver,
     code_of,
@@ -161,6 +161,14 @@ class MixBatchDims(Swap):
         ),
     )
     non_examples = (
+        # Per-sample input gradients of a gradient penalty: rows, but no data batch (issue 29).
+        """
+            import torch
+            def gradient_penalty(D, x):
+                gradients = torch.autograd.grad(D(x).sum(), x, create_graph=True)[0]
+                gradients = gradients.view(gradients.size(0), -1)
+                return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+        """,
         "y = targets.view(-1)\n",
         "w = w.view(out_features, in_features)\n",
         "x = x.view(B, T, n_head, C // n_head)\n",
@@ -211,10 +219,17 @@ class MixBatchDims(Swap):
             return "sample"
         return None
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         layout = self._layout(node, ctx)
         if layout is None:
             return None
+        reshaped = [node.func.value] if isinstance(node.func, cst.Attribute) else []
+        reshaped += [node.args[0].value] if node.args else []
+        if any(_input_gradients(tensor, ctx, node) for tensor in reshaped):
+            return NonSite(
+                "the rows are input gradients (torch.autograd.grad, a gradient penalty), not "
+                "a data batch"
+            )
         if method_name(node) == "flatten" and layout == "time":
             moved = parse_expr(f"{code_of(as_receiver(node.func.value))}.transpose(0, 1)")
             return node.with_changes(func=node.func.with_changes(value=moved))
@@ -229,3 +244,19 @@ class MixBatchDims(Swap):
         return node.with_changes(
             func=node.func.with_changes(value=shifted, attr=cst.Name("reshape"))
         )
+
+
+def _input_gradients(tensor: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool:
+    """Is ``tensor`` what ``torch.autograd.grad`` returned (issue 29: WGAN-GP's penalty
+    reshapes each sample's input gradient into a row)?"""
+    held = values_of(tensor, ctx, at) if isinstance(tensor, cst.Name) else [tensor]
+    held = [value for value in held if not ctx.within(value, at)]  # the reshape's own line
+    for value in held:
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if not (
+            isinstance(value, cst.Call)
+            and resolve(value.func, ctx).matches(("torch.autograd.grad",))
+        ):
+            return False
+    return bool(held)

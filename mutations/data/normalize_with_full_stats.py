@@ -6,8 +6,10 @@ import libcst as cst
 
 from mutations.data._shared import normalized_operand, not_input_statistics
 from mutator.context import Context
-from mutator.operator import Edits, Example, Operator
+from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
+    drives_training,
+    loops_around,
     method_name,
     nodes_in_scope_of,
     split_role,
@@ -28,9 +30,8 @@ class NormalizeWithFullStats(Operator):
     optimistic; in a small loop the difference is usually within noise, hence
     ``silent``, and larger with small or shifted validation sets. Fix: fit every
     preprocessing statistic on the training split only and reuse it for the other
-    splits. Not told apart: per-minibatch advantage normalisation in RL, where the mutant
-    uses the whole rollout's statistics (cleanrl's PPO: the update changes but there is no
-    held-out data to leak; the only corpus mutant, issue 22). Check: read the preprocessing code in split order (a leakage review); a
+    splits. A minibatch standardised inside the training loop (PPO's advantages) is no
+    site: the whole it comes from is training data too (issue 29). Check: read the preprocessing code in split order (a leakage review); a
     static check that statistics are computed after and from the training split.
     """
 
@@ -85,6 +86,16 @@ class NormalizeWithFullStats(Operator):
             mean = X_val.mean(0)
             X_val = (X_val - mean) / 2.0
         """,
+        # A minibatch of the rollout standardised in the update loop (PPO, issue 29).
+        """
+            for epoch in range(4):
+                for start in range(0, n, mb):
+                    mb_adv = b_advantages[inds[start:start + mb]]
+                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                    loss = -(mb_adv * ratio).mean()
+                    loss.backward()
+                    optimizer.step()
+        """,
     )
 
     def _full_data(self, call: cst.CSTNode, ctx: Context) -> str | None:
@@ -138,12 +149,17 @@ class NormalizeWithFullStats(Operator):
             if self._full_data(c, ctx) is not None and self._feeds_standardization(c, ctx)
         ]
 
-    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if self._full_data(node, ctx) is None or not self._feeds_standardization(node, ctx):
             return None
         # One site per statement: ``mean`` and ``std`` move to the full data together.
         if self._sites_in_statement(node, ctx)[0] is not node:
             return None
+        if any(drives_training(loop, ctx) for loop in loops_around(node, ctx)):
+            return NonSite(
+                "statistics of a minibatch inside the training loop (PPO's advantages): the "
+                "whole is training data too, no held-out data leaks into them"
+            )
         return {
             call.func.value: cst.Name(self._full_data(call, ctx))
             for call in self._sites_in_statement(node, ctx)

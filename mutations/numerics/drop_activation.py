@@ -91,12 +91,15 @@ def _is_layer_call(call: cst.Call, ctx: Context) -> bool:
 # Operators that make an activation a factor of a formula (GELU's ``0.5 * x * (1 + tanh(..))``,
 # a gate ``i * tanh(g)``), not a nonlinearity between two layers.
 _FACTOR_OPERATORS = (cst.Multiply, cst.Divide, cst.Power, cst.MatrixMultiply)
+_FACTOR_METHODS = frozenset({"pow", "mul", "div", "square", "matmul", "sqrt"})
 
 
 def _formula_factor(node: cst.Call, ctx: Context) -> bool:
     """Is the activation's value multiplied, divided or raised inside the arithmetic around
     it (also through torch's own functions: Mish's softplus inside its tanh)?"""
     parent = ctx.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.attr.value in _FACTOR_METHODS:
+        return True  # ``torch.tanh(a).pow(2)``: SAC's log-prob correction (issue 29)
     while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Arg)):
         if isinstance(parent, cst.Arg):
             call = ctx.parent(parent)
@@ -263,6 +266,17 @@ class DropActivation(Operator):
             class NewGELU(nn.Module):
                 def forward(self, x):
                     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+        """,
+        # A tanh raised to a power inside a log-prob correction (SAC, issue 29).
+        """
+            import torch
+            from torch import nn
+            class Policy(nn.Module):
+                def forward(self, x):
+                    action = self.dist(x).rsample()
+                    log_prob = self.dist(x).log_prob(action)
+                    real_log_prob = log_prob - torch.log(1 - torch.tanh(action).pow(2) + 1e-7)
+                    return self.head(real_log_prob)
         """,
     )
 

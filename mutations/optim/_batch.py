@@ -23,6 +23,7 @@ from mutator.semantics import (
     hyperparameter_constants,
     is_data_loader,
     is_training_loader,
+    is_true,
     method_name,
     number_value,
     optimizer_class,
@@ -31,6 +32,7 @@ from mutator.semantics import (
     resolve,
     same_scope,
     site_context,
+    values_of,
 )
 from mutator.semantics.config import config_settings, reads_field
 from mutator.semantics.data import forwarded_loader_argument
@@ -155,3 +157,35 @@ def deferred_settings(ctx: Context) -> list[cst.CSTNode]:
         if place is not None and all(place is not other for other in found):
             found.append(place)
     return found
+
+
+def drops_last(loader: cst.Call) -> bool:
+    flag = find_arg(loader, "drop_last")
+    return flag is not None and is_true(flag.value)
+
+
+def literal_samples(loader: cst.Call, ctx: Context) -> int | None:
+    """How many samples the loader's dataset holds when the script writes them out:
+    ``ToyDataset(X_train, y_train)`` with ``X_train = torch.tensor([[...], ...])``."""
+    data = find_arg(loader, "dataset", 0)
+    if data is None:
+        return None
+    built = [data.value] if isinstance(data.value, cst.Call) else values_of(data.value, ctx, loader)
+    for dataset in built:
+        if not isinstance(dataset, cst.Call):
+            continue
+        for arg in dataset.args:
+            held = (
+                [arg.value]
+                if isinstance(arg.value, cst.Call)
+                else values_of(arg.value, ctx, dataset)
+            )
+            for tensor in held:
+                rows = (
+                    tensor.args[0].value if isinstance(tensor, cst.Call) and tensor.args else None
+                )
+                if isinstance(rows, cst.List) and resolve(tensor.func, ctx).matches(
+                    ("torch.tensor",)
+                ):  # type: ignore[union-attr]
+                    return len(rows.elements)
+    return None

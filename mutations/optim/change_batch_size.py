@@ -7,6 +7,8 @@ import libcst as cst
 from mutations.optim._batch import (
     configured_site,
     deferred_settings,
+    drops_last,
+    literal_samples,
     loader_batch_size,
     shape_conflict,
 )
@@ -238,6 +240,18 @@ class ChangeBatchSize(Swap):
         ),
     )
     non_examples = (
+        # Five samples written out, drop_last=True: a batch of 16 would yield none (issue 29).
+        """
+            import torch
+            from torch.utils.data import DataLoader
+            X_train = torch.tensor([[-1.2, 3.1], [-0.9, 2.9], [-0.5, 2.6], [2.3, -1.1], [2.7, -1.5]])
+            y_train = torch.tensor([0, 0, 0, 1, 1])
+            train_ds = ToyDataset(X_train, y_train)
+            train_loader = DataLoader(dataset=train_ds, batch_size=2, shuffle=True, drop_last=True)
+            for x, y in train_loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+        """,
         """
             from torch.utils.data import DataLoader
             val_loader = DataLoader(val_ds, batch_size=256)
@@ -306,6 +320,13 @@ class ChangeBatchSize(Swap):
         if self.params["factor"] > 1 and _whole_dataset(node, size.value):
             return NonSite(
                 f"equivalent: batch_size={code_of(size.value)} is the whole dataset already"
+            )
+        held = literal_samples(node, ctx)
+        scaled = number_value(self._scaled(size.value))
+        if held is not None and scaled is not None and held < scaled and drops_last(node):
+            return NonSite(
+                f"the dataset holds {held} samples: batches of {int(scaled)} with "
+                "drop_last=True yield none, so nothing trains"
             )
         sized = shape_conflict(size.value, ctx)
         if sized is not None:
