@@ -41,7 +41,7 @@ class ScaleLr(Swap):
     summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
     expected = "breaks_training"
     witness = "factor optimizer.lr", "the learning rate at the first step is scaled"
-    node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement)
+    node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement, cst.AugAssign)
     parameters = {
         "factor": Param(100.0, "multiplier applied to the learning rate", valid="(0, inf)")
     }
@@ -71,6 +71,24 @@ class ScaleLr(Swap):
                 def sgd_step(params, lr):
                     for p in params:
                         p.data.add_(p.grad, alpha=-lr * 100)
+            """,
+        ),
+        # A file whose only update is ``p -= 0.1 * p.grad``: the rate is the update's own
+        # (issue 29).
+        Example(
+            before="""
+                for epoch in range(100):
+                    loss.backward()
+                    with torch.no_grad():
+                        for param in model.parameters():
+                            param -= 0.1 * param.grad
+            """,
+            after="""
+                for epoch in range(100):
+                    loss.backward()
+                    with torch.no_grad():
+                        for param in model.parameters():
+                            param -= 0.1 * param.grad * 100
             """,
         ),
         # A hand-written schedule overwrites lr= before every step: it is the one site.
@@ -279,7 +297,7 @@ class ScaleLr(Swap):
 
 def _anchor(updates: list[cst.CSTNode], ctx: Context) -> cst.CSTNode | None:
     """The first hand-written update the engine offers (a call or an assignment)."""
-    offered = [u for u in updates if isinstance(u, (cst.Call, cst.Assign))]
+    offered = [u for u in updates if isinstance(u, (cst.Call, cst.Assign, cst.AugAssign))]
     return min(offered, key=lambda u: start_of(u, ctx), default=None)
 
 
