@@ -7,7 +7,7 @@ import libcst as cst
 from mutations.gradient._shared import is_backward
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
-from mutator.semantics import dotted_name, reads_grad
+from mutator.semantics import dotted_name, expression_call, method_name, reads_grad
 from mutator.semantics.scope import always_number
 
 
@@ -36,7 +36,7 @@ class UnscaledGradAccumulation(Operator):
     summary = "Remove loss / accum_steps: accumulated gradients are accum_steps times too large."
     expected = "degrades"
     witness = "differs losses", "the losses reaching backward are not divided"
-    node_types = (cst.BinaryOperation, cst.AugAssign)
+    node_types = (cst.BinaryOperation, cst.AugAssign, cst.Call)
     examples = (
         Example(
             before="""
@@ -109,6 +109,22 @@ class UnscaledGradAccumulation(Operator):
                     optimizer.step()
             """,
         ),
+        # ... in place, with ``div_`` (issue 29).
+        Example(
+            before="""
+                loss.backward()
+                if (step + 1) % grad_accum_steps == 0:
+                    for p in model.parameters():
+                        if p.grad is not None:
+                            p.grad.div_(grad_accum_steps)
+                    optimizer.step()
+            """,
+            after="""
+                loss.backward()
+                if (step + 1) % grad_accum_steps == 0:
+                    optimizer.step()
+            """,
+        ),
     )
     non_examples = (
         "lr = base_lr / accum_steps\n",
@@ -134,12 +150,24 @@ class UnscaledGradAccumulation(Operator):
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         edits = self._edits(node, ctx)
-        divisor = node.value if isinstance(node, cst.AugAssign) else node.right  # type: ignore[attr-defined]
+        if isinstance(node, cst.Call):
+            divisor = node.args[0].value if node.args else node
+        else:
+            divisor = node.value if isinstance(node, cst.AugAssign) else node.right  # type: ignore[attr-defined]
         if edits is not None and always_number(divisor, ctx, 1):
             return NonSite("equivalent: the accumulation count is 1 on the default path")
         return edits
 
     def _edits(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
+        if isinstance(node, cst.Call):  # ``p.grad.div_(accum_steps)`` on a line of its own
+            divided = (
+                method_name(node) == "div_"
+                and len(node.args) == 1
+                and _accumulation_divisor(node.args[0].value)
+                and reads_grad(node.func.value)  # type: ignore[union-attr]
+                and expression_call(ctx.statement_of(node)) is node  # type: ignore[arg-type]
+            )
+            return {_emptied(node, ctx): cst.RemoveFromParent()} if divided else None
         if isinstance(node, cst.AugAssign):
             if (
                 isinstance(node.operator, cst.DivideAssign)
