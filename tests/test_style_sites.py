@@ -77,7 +77,6 @@ KNOWN_WRONG = {
         "zero_grad_after_backward": "misses zero_grad after the step with accumulation (225)",
     },
     "padded_char_lm.py": {
-        "detach_hidden": "misses the tuple-unpacked GRU output (42)",
         "mix_batch_dims": "misses the logits flattened for a criterion module (50)",
         "unshifted_lm_targets": "misses a shift written as [BOS] + ids / ids + [EOS] (23)",
     },

@@ -111,7 +111,7 @@ def tensor_valued(value: cst.BaseExpression, forward: cst.FunctionDef, ctx: Cont
 _SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split"})
 
 
-def _splits(expr: cst.CSTNode) -> bool:
+def splits(expr: cst.CSTNode) -> bool:
     """``q, k, v = self.c_attn(x).split(n, dim=2)``: parts of one output. Detaching one
     part leaves the layer (and all before it) learning through the others."""
     return isinstance(expr, cst.Call) and method_name(expr) in _SPLITS
@@ -168,14 +168,17 @@ class ForwardFlow:
             if "self" in identifiers_in(loop.iter, ctx):
                 self.layer_names |= identifiers_in(loop.target, ctx)
 
-    def _applies_layer(self, expr: cst.CSTNode, depth: int = 0) -> bool:
-        for call in self.ctx.nodes_within(expr, cst.Call):
-            attr = _self_attr(call)
-            if attr is not None and self._is_layer(attr, depth):
-                return True
-            if isinstance(call.func, cst.Name) and call.func.value in self.layer_names:
-                return True
-        return False
+    def applies_layer(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        return any(
+            self.is_layer_call(call, depth) for call in self.ctx.nodes_within(expr, cst.Call)
+        )  # type: ignore[arg-type]
+
+    def is_layer_call(self, call: cst.Call, depth: int = 0) -> bool:
+        """``self.fc(x)``, ``layer(x)`` for a layer of ``self.layers``: runs parameters."""
+        attr = _self_attr(call)
+        if attr is not None and self._is_layer(attr, depth):
+            return True
+        return isinstance(call.func, cst.Name) and call.func.value in self.layer_names
 
     def _is_layer(self, attr: str, depth: int) -> bool:
         """Does ``self.<attr>(...)`` run parameters: a submodule that has some, or a method
@@ -192,7 +195,7 @@ class ForwardFlow:
             if f.name.value == attr and self.ctx.parent(self.ctx.parent(f)) is cls  # type: ignore[attr-defined]
         ]
         if methods:
-            return depth < 2 and self._applies_layer(methods[0].body, depth + 1)  # type: ignore[attr-defined]
+            return depth < 2 and self.applies_layer(methods[0].body, depth + 1)  # type: ignore[attr-defined]
         return not _holds_function(attr, cls, self.ctx)  # type: ignore[arg-type]
 
     def _expression(self, statement: cst.CSTNode) -> cst.CSTNode | None:
@@ -217,7 +220,7 @@ class ForwardFlow:
         Assignments that only continue from a detachable output (``x = self.dropout(x)``
         after ``x = self.fc1(x)``) cut the same layers again and are not sites.
         """
-        if self._applies_layer(site.value):
+        if self.applies_layer(site.value):
             return True
         unpacked: set[str] = set()
         for statement in self.statements:
@@ -230,8 +233,8 @@ class ForwardFlow:
                 isinstance(statement, cst.Assign)
                 and not isinstance(statement.targets[0].target, cst.Name)
                 and expression is not None
-                and self._applies_layer(expression)
-                and not _splits(expression)
+                and self.applies_layer(expression)
+                and not splits(expression)
             ):
                 unpacked |= targets
         return False
@@ -254,7 +257,7 @@ class ForwardFlow:
         flow = {name}
         for statement, expression in self._after(site):
             uses = bool(identifiers_in(expression, self.ctx) & flow)
-            plain = uses and not self._applies_layer(expression)
+            plain = uses and not self.applies_layer(expression)
             if isinstance(statement, cst.Return):
                 if plain:
                     return True
@@ -271,13 +274,13 @@ class ForwardFlow:
             in_loop is not None
             and self.ctx.within(self.forward, in_loop)
             and name in identifiers_in(site.value, self.ctx)
-            and self._applies_layer(site.value)
+            and self.applies_layer(site.value)
         ):
             return True  # the next iteration feeds it to the layer again
         flow = {name}
         for statement, expression in self._after(site):
             if identifiers_in(expression, self.ctx) & flow:
-                if self._applies_layer(expression):
+                if self.applies_layer(expression):
                     return True
                 flow |= self._targets(statement)
         return False

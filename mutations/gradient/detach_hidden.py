@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.gradient._forward_flow import ForwardFlow, forward_of, tensor_valued
+from mutations.gradient._forward_flow import ForwardFlow, forward_of, splits, tensor_valued
 from mutator.context import Context
-from mutator.operator import Example, NonSite, Replacement, Swap
-from mutator.semantics import method_call
+from mutator.operator import Edits, Example, NonSite, Replacement, Swap
+from mutator.semantics import identifiers_in, method_call, starts_before
 
 
 class DetachHidden(Swap):
@@ -79,24 +79,42 @@ class DetachHidden(Swap):
                         return self.head(last)
             """,
         ),
+        # A recurrent layer's outputs unpacked and read by the head directly: the part a
+        # layer reads is cut after the unpacking (issue 29); a helper's zero state is no
+        # site (issue 22: detaching it changes nothing).
+        Example(
+            before="""
+                import torch
+                from torch import nn
+                class RNNClassifier(nn.Module):
+                    def __init__(self):
+                        self.gru = nn.GRU(8, 8)
+                        self.fc = nn.Linear(8, 2)
+                    def forward(self, x):
+                        hidden = self._init_hidden(x.size(1))
+                        out, hidden = self.gru(x, hidden)
+                        return self.fc(hidden[-1])
+                    def _init_hidden(self, n):
+                        return torch.zeros(1, n, 8)
+            """,
+            after="""
+                import torch
+                from torch import nn
+                class RNNClassifier(nn.Module):
+                    def __init__(self):
+                        self.gru = nn.GRU(8, 8)
+                        self.fc = nn.Linear(8, 2)
+                    def forward(self, x):
+                        hidden = self._init_hidden(x.size(1))
+                        out, hidden = self.gru(x, hidden)
+                        hidden = hidden.detach()
+                        return self.fc(hidden[-1])
+                    def _init_hidden(self, n):
+                        return torch.zeros(1, n, 8)
+            """,
+        ),
     )
     non_examples = (
-        # Values without a gradient (issue 22): a helper's zero state, a plain function on
-        # self. Detaching them changes nothing.
-        """
-            import torch
-            from torch import nn
-            class RNNClassifier(nn.Module):
-                def __init__(self):
-                    self.gru = nn.GRU(8, 8)
-                    self.fc = nn.Linear(8, 2)
-                def forward(self, x):
-                    hidden = self._init_hidden(x.size(1))
-                    out, hidden = self.gru(x, hidden)
-                    return self.fc(hidden[-1])
-                def _init_hidden(self, n):
-                    return torch.zeros(1, n, 8)
-        """,
         """
             from torch import nn
             def identity(t):
@@ -183,6 +201,12 @@ class DetachHidden(Swap):
         """,
     )
 
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        assert isinstance(node, cst.Assign)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+            return _unpacked_site(node, ctx)
+        return super().plan(node, ctx)
+
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assert isinstance(node, cst.Assign)
         forward = forward_of(node, ctx)
@@ -198,3 +222,67 @@ class DetachHidden(Swap):
             return NonSite("the model's output itself: the loss would have nothing to learn from")
         assert isinstance(node, cst.Assign)
         return node.with_changes(value=method_call(node.value, "detach"))
+
+
+def _unpacked_site(node: cst.Assign, ctx: Context) -> Edits | None:
+    """``r_out, (h_n, h_c) = self.rnn(x)`` read by a layer (``self.out(r_out[:, -1])``):
+    the first unpacked name a layer reads is detached on a line of its own after the
+    unpacking (issue 29: the head takes the recurrent output directly, so no later
+    assignment offers a cut)."""
+    forward = forward_of(node, ctx)
+    line = ctx.parent(node)
+    if forward is None or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    loop = ctx.enclosing(node, (cst.For, cst.While))
+    if loop is not None and ctx.within(forward, loop):
+        return None  # a cell stepped in a loop: its state is carried, not a layer's output
+    flow = ForwardFlow(forward, ctx)
+    if splits(node.value) or not flow.applies_layer(node.value):
+        return None
+    for name in _unpacked_names(node.targets[0].target):
+        if _cut_later(node, name, flow, ctx):
+            continue  # ``out = out.reshape(...)`` below is the cut (a site of its own)
+        if _read_by_layer(node, name, flow, ctx) and not flow.is_model_output(node, name):
+            cut = cst.parse_statement(f"{name} = {name}.detach()\n")
+            return {line: cst.FlattenSentinel([line, cut])}
+    return None
+
+
+def _read_by_layer(node: cst.Assign, name: str, flow: ForwardFlow, ctx: Context) -> bool:
+    """Does a later layer call take ``name`` in its arguments (``self.fc(hidden[-1])``)? A
+    state handed back with the output (``return self.head(out), hidden``) is read by none."""
+    for statement in flow.statements:
+        if not starts_before(node, statement, ctx) or ctx.within(node, statement):
+            continue
+        for call in ctx.nodes_within(statement, cst.Call):
+            reads = any(name in identifiers_in(arg.value, ctx) for arg in call.args)  # type: ignore[attr-defined]
+            if reads and flow.is_layer_call(call):  # type: ignore[arg-type]
+                return True
+    return False
+
+
+def _cut_later(node: cst.Assign, name: str, flow: ForwardFlow, ctx: Context) -> bool:
+    """Is the first statement reading ``name`` after ``node`` an assignment that is a
+    detach_hidden site itself?"""
+    for statement in flow.statements:
+        if not starts_before(node, statement, ctx) or ctx.within(node, statement):
+            continue
+        if name not in identifiers_in(getattr(statement, "value", None) or statement, ctx):
+            continue
+        if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1):
+            return False
+        target = statement.targets[0].target
+        return (
+            isinstance(target, cst.Name)
+            and flow.feeds_a_layer(statement, target.value)
+            and not flow.is_model_output(statement, target.value)
+        )
+    return False
+
+
+def _unpacked_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value] if target.value != "_" else []
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _unpacked_names(e.value)]
+    return []
