@@ -24,6 +24,8 @@ NORMALIZE_TRANSFORM = (
     "torchvision.transforms.Normalize",
     "torchvision.transforms.v2.Normalize",
     "torchvision.transforms.transforms.Normalize",
+    # PyG: every node's features scaled to sum to 1 (issue 29).
+    "torch_geometric.transforms.NormalizeFeatures",
 )
 # Transforms that put pixels on a model's scale: ``ToTensor`` maps 0..255 to 0..1.
 _SCALING_TRANSFORMS = (
@@ -32,6 +34,21 @@ _SCALING_TRANSFORMS = (
     "torchvision.transforms.v2.ToTensor",
     "torchvision.transforms.transforms.ToTensor",
 )
+
+
+def transform_argument(node: cst.Call, ctx: Context) -> cst.Call | None:
+    """The dataset call whose ``transform=`` this normalisation is, alone
+    (``Planetoid(path, name, transform=T.NormalizeFeatures())``), else None."""
+    arg = ctx.parent(node)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    if (
+        isinstance(call, cst.Call)
+        and arg.keyword is not None  # type: ignore[union-attr]
+        and arg.keyword.value == "transform"  # type: ignore[union-attr]
+        and resolve(node, ctx, strict=False).matches(NORMALIZE_TRANSFORM)
+    ):
+        return call
+    return None
 
 
 def transform_list(node: cst.Call, ctx: Context) -> cst.List | None:

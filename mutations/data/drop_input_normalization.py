@@ -5,7 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from mutations.data._lambdas import scaling_lambda_list
-from mutations.data._pipelines import named_transform_uses, pipeline_role, transform_list
+from mutations.data._pipelines import (
+    named_transform_uses,
+    pipeline_role,
+    transform_argument,
+    transform_list,
+)
 from mutations.data._plotted import only_drawn
 from mutations.data._shared import (
     drop_normalizations,
@@ -18,6 +23,7 @@ from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
     code_of,
     reaches_model,
+    without_arg,
     without_list_element,
 )
 
@@ -56,6 +62,19 @@ class DropInputNormalization(Operator):
     witness = "differs train_inputs", "the training forwards see other (unnormalized) inputs"
     node_types = (cst.BinaryOperation, cst.Call)
     examples = (
+        # PyG's NormalizeFeatures as the dataset's transform (issue 29).
+        Example(
+            before="""
+                import torch_geometric.transforms as T
+                from torch_geometric.datasets import Planetoid
+                dataset = Planetoid(path, "Cora", transform=T.NormalizeFeatures())
+            """,
+            after="""
+                import torch_geometric.transforms as T
+                from torch_geometric.datasets import Planetoid
+                dataset = Planetoid(path, "Cora")
+            """,
+        ),
         Example(
             before="""
                 mean, std = X_train.mean(0), X_train.std(0) + 1e-8
@@ -208,6 +227,9 @@ class DropInputNormalization(Operator):
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
+            dataset = transform_argument(node, ctx)
+            if dataset is not None:  # ``transform=T.NormalizeFeatures()`` (issue 29)
+                return {dataset: without_arg(dataset, ctx.parent(node))}  # type: ignore[arg-type]
             holder = transform_list(node, ctx) or scaling_lambda_list(node, ctx)
             if holder is None:
                 return self._named(node, ctx)
