@@ -20,6 +20,7 @@ from mutator.semantics import (
     resolve,
     starts_before,
     without_element,
+    without_list_element,
 )
 
 _ACTIVATION_CLASSES = (
@@ -123,6 +124,37 @@ def _unless_factor(node: cst.Call, ctx: Context) -> NonSite | None:
     )
 
 
+def _in_layer_list(node: cst.Call, ctx: Context) -> Edits | None:
+    """An activation a block helper puts into its list of layers (issue 29: the GAN zoo's
+    ``layers.append(nn.LeakyReLU(0.2))``, ``block = [nn.Conv2d(...), nn.LeakyReLU(0.2),
+    ...]``): out of the list, the layers around it meet with nothing between."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Arg):  # ``layers.append(nn.ReLU())`` on a line of its own
+        call = ctx.parent(parent)
+        line = ctx.parent(ctx.parent(call)) if call is not None else None
+        if (
+            isinstance(call, cst.Call)
+            and method_name(call) == "append"
+            and isinstance(call.func.value, cst.Name)  # type: ignore[union-attr]
+            and isinstance(ctx.parent(call), cst.Expr)
+            and isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+        ):
+            return {line: cst.RemoveFromParent()}
+        return None
+    holder = ctx.parent(parent) if isinstance(parent, cst.Element) else None
+    if not isinstance(holder, cst.List) or len(holder.elements) < 2:
+        return None
+    if not any(_is_layer_constructor(e.value, ctx) for e in holder.elements if e.value is not node):
+        return None
+    return {holder: without_list_element(holder, node)}
+
+
+def _is_layer_constructor(value: cst.BaseExpression, ctx: Context) -> bool:
+    names = resolve(value, ctx).names if isinstance(value, cst.Call) else frozenset()
+    return any(n.startswith("torch.nn.") and n.rsplit(".", 1)[-1][:1].isupper() for n in names)
+
+
 def _in_model_code(node: cst.CSTNode, ctx: Context) -> bool:
     """Inside an ``nn.Module`` subclass, or a ``forward`` function."""
     function = ctx.enclosing_function(node)
@@ -154,6 +186,46 @@ class DropActivation(Operator):
     witness = "differential", "different numbers: a nonlinearity is gone"
     node_types = (cst.Call,)
     examples = (
+        # A block helper's list of layers (issue 29: the GAN zoo).
+        Example(
+            before="""
+                from torch import nn
+                class Generator(nn.Module):
+                    def __init__(self):
+                        def block(in_feat, out_feat):
+                            layers = [nn.Linear(in_feat, out_feat)]
+                            layers.append(nn.LeakyReLU(0.2, inplace=True))
+                            return layers
+                        self.model = nn.Sequential(*block(8, 16), nn.Linear(16, 4))
+            """,
+            after="""
+                from torch import nn
+                class Generator(nn.Module):
+                    def __init__(self):
+                        def block(in_feat, out_feat):
+                            layers = [nn.Linear(in_feat, out_feat)]
+                            return layers
+                        self.model = nn.Sequential(*block(8, 16), nn.Linear(16, 4))
+            """,
+        ),
+        Example(
+            before="""
+                from torch import nn
+                class Discriminator(nn.Module):
+                    def __init__(self):
+                        def block(cin, cout):
+                            return [nn.Conv2d(cin, cout, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25)]
+                        self.model = nn.Sequential(*block(1, 16), *block(16, 32))
+            """,
+            after="""
+                from torch import nn
+                class Discriminator(nn.Module):
+                    def __init__(self):
+                        def block(cin, cout):
+                            return [nn.Conv2d(cin, cout, 3, 2, 1), nn.Dropout2d(0.25)]
+                        self.model = nn.Sequential(*block(1, 16), *block(16, 32))
+            """,
+        ),
         Example(
             before="""
                 from torch import nn
@@ -290,7 +362,7 @@ class DropActivation(Operator):
                 if parent is sequential.args[-1] and nn_class(node, ctx, _SQUASHING):
                     return NonSite("an output activation (a generator's Tanh), not a hidden one")
                 return {sequential: without_element(sequential, parent)}  # type: ignore[arg-type]
-            return None
+            return _in_layer_list(node, ctx) if _in_model_code(node, ctx) else None
         if not _in_model_code(node, ctx) or _squashes_output(node, ctx):
             return None
         positional = positional_args(node)
