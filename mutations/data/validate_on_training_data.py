@@ -14,6 +14,7 @@ from mutator.semantics import (
     callee_name,
     dotted_name,
     enclosing_function,
+    is_data_loader,
     per_module,
 )
 
@@ -26,6 +27,7 @@ _ITERATOR_WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})
 # Data, not a metric: ``val_loader``/``X_val`` are sites, ``val_loss`` passed to a logger is not.
 _DATA_NAME = re.compile(
     r"loader|data|set|ds|dl|batch|sample|split|iter|input|target|label|feature|image|token|"
+    r"idx|index|indices|mask|"
     r"(^|_)[xy](_|$)",
     re.IGNORECASE,
 )
@@ -135,6 +137,17 @@ def _names_read_after(loop: cst.For, ctx: Context) -> list[cst.BaseExpression]:
     return found
 
 
+def _indices(call: cst.Call) -> list[cst.BaseExpression]:
+    """The index names of the call's subscripted arguments (``idx_val`` of ``out[idx_val]``)."""
+    found = []
+    for arg in call.args:
+        if isinstance(arg.value, cst.Subscript) and len(arg.value.slice) == 1:
+            index = arg.value.slice[0].slice
+            if isinstance(index, cst.Index) and dotted_name(index.value) is not None:
+                found.append(index.value)
+    return found
+
+
 def _local_function_names(ctx: Context) -> set[str]:
     return {function.name.value for function in ctx.nodes(cst.FunctionDef)}
 
@@ -208,6 +221,21 @@ class ValidateOnTrainingData(Operator):
                     val_loss = evaluate(model, train_loader, criterion)
             """,
         ),
+        # The held-out nodes of one graph picked by an index (issue 29: pygcn).
+        Example(
+            before="""
+                import torch.nn.functional as F
+                idx_train, idx_val = range(140), range(200, 500)
+                output = model(features, adj)
+                loss_val = F.nll_loss(output[idx_val], labels[idx_val])
+            """,
+            after="""
+                import torch.nn.functional as F
+                idx_train, idx_val = range(140), range(200, 500)
+                output = model(features, adj)
+                loss_val = F.nll_loss(output[idx_train], labels[idx_train])
+            """,
+        ),
         Example(
             before="""
                 X_train, y_train, X_val, y_val = split(X, y)
@@ -261,6 +289,10 @@ class ValidateOnTrainingData(Operator):
             val_loader = DataLoader(val_ds, batch_size=64)
         """,
         """
+            train_idx, val_idx = perm[:800], perm[800:]
+            val_ds = TensorDataset(X[val_idx], y[val_idx])
+        """,
+        """
             train_loader = 1
             print(val_loader)
         """,
@@ -283,12 +315,16 @@ class ValidateOnTrainingData(Operator):
                 swaps.update(_held_out_swaps(_names_read_after(node, ctx), ctx))
             return swaps
         assert isinstance(node, cst.Call)
+        # ``F.nll_loss(output[idx_val], labels[idx_val])``: the held-out part picked by an
+        # index or mask (issue 29: full-graph training, pygcn/pyGAT) becomes the training one.
         callee = callee_name(node)
+        building = (callee or "").endswith(("Dataset", "Subset")) or is_data_loader(node, ctx)
+        picked = {} if building else _held_out_swaps(_indices(node), ctx)
         if callee is None or not (
             _EVALUATION_CALLEE.search(callee) or callee in _local_function_names(ctx)
         ):
-            return {}
-        return _held_out_swaps([arg.value for arg in node.args if not arg.star], ctx)
+            return picked
+        return _held_out_swaps([arg.value for arg in node.args if not arg.star], ctx) | picked
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | None:
         if not bool(self._swaps(node, ctx)):
