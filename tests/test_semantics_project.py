@@ -325,3 +325,28 @@ def test_a_project_class_is_a_model_and_a_project_loss_is_not():
     assert {(s.operator.name, s.line) for s in alone.find_sites(ops)} == {
         ("drop_input_to_device", 5)
     }
+
+
+def test_a_loader_factory_of_the_project_hands_on_shuffle_and_batch_size():
+    files = {
+        "train.py": """
+            from data_loader import get_loader
+
+            train_loader = get_loader(train_set, 32, shuffle=True)
+            for x, y in train_loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+        """,
+        "data_loader.py": """
+            import torch
+
+            def get_loader(dataset, batch_size, shuffle):
+                return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle)
+        """,
+    }
+    ops = [get_operator("no_shuffle"), get_operator("change_batch_size")]
+    source = _parse(files, "train.py")
+    mutants = {s.operator.name: source.apply([s]).source for s in source.find_sites(ops)}
+    assert "get_loader(train_set, 32, shuffle=False)" in mutants["no_shuffle"]
+    assert "get_loader(train_set, 256, shuffle=True)" in mutants["change_batch_size"]
+    assert _parse({"train.py": files["train.py"]}, "train.py").find_sites(ops) == []

@@ -8,6 +8,7 @@ from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
 from mutator.semantics import (
     closed_args,
+    find_arg,
     is_data_loader,
     is_training_loader,
     is_true,
@@ -15,6 +16,7 @@ from mutator.semantics import (
     shuffle_true,
     training_loader_setting,
     with_arg_value,
+    with_keyword,
 )
 from mutator.semantics.data import forwarded_loader_argument
 
@@ -41,6 +43,17 @@ class NoShuffle(Swap):
     claims = frozenset({"training_loader"})
     node_types = (cst.Call, cst.DictElement)
     examples = (
+        # Under DDP the sampler shuffles (issue 29).
+        Example(
+            before="""
+                from torch.utils.data import DataLoader, DistributedSampler
+                train_loader = DataLoader(train_ds, batch_size=2, shuffle=False, sampler=DistributedSampler(train_ds))
+            """,
+            after="""
+                from torch.utils.data import DataLoader, DistributedSampler
+                train_loader = DataLoader(train_ds, batch_size=2, shuffle=False, sampler=DistributedSampler(train_ds, shuffle=False))
+            """,
+        ),
         # A kwargs dict the training DataLoader unpacks.
         Example(
             before="""
@@ -130,8 +143,10 @@ class NoShuffle(Swap):
             return None
         if is_data_loader(node, ctx):
             shuffle = shuffle_true(node)
-            if shuffle is None or not is_training_loader(node, ctx):
+            if not is_training_loader(node, ctx):
                 return None
+            if shuffle is None:
+                return _sampler_unshuffled(node, ctx)
             return with_arg_value(node, shuffle, cst.Name("False"))
         # ``make_loader(train_set, 32, shuffle=True)``: the helper hands it on (issue 29).
         forwarded = forwarded_loader_argument(node, "shuffle", ctx)
@@ -145,3 +160,25 @@ class NoShuffle(Swap):
             [a for a in node.args if a.keyword is None or a.keyword.value != "generator"]
         )
         return node.with_changes(func=node.func.with_changes(attr=cst.Name("arange")), args=args)
+
+
+_SHUFFLING_SAMPLERS = (
+    "torch.utils.data.DistributedSampler",
+    "torch.utils.data.distributed.DistributedSampler",
+)
+
+
+def _sampler_unshuffled(loader: cst.Call, ctx: Context) -> cst.Call | None:
+    """``DataLoader(ds, sampler=DistributedSampler(ds))``: the sampler shuffles by default
+    (issue 29: a DDP script), so the training order is fixed there."""
+    sampler = find_arg(loader, "sampler")
+    built = sampler.value if sampler is not None else None
+    if not (
+        isinstance(built, cst.Call)
+        and resolve(built, ctx, strict=False).matches(_SHUFFLING_SAMPLERS)
+    ):
+        return None
+    if find_arg(built, "shuffle") is not None:
+        return None  # set by the script: ``shuffle=True`` is rare, ``False`` is no site
+    unshuffled = with_keyword(built, "shuffle", cst.Name("False"))
+    return with_arg_value(loader, sampler, unshuffled)  # type: ignore[arg-type]

@@ -54,7 +54,14 @@ def loader_batch_size(node: cst.CSTNode, ctx: Context) -> cst.Arg | None:
         return None
     if not is_data_loader(node, ctx):
         size = forwarded_loader_argument(node, "batch_size", ctx)
-        return size if size is not None and is_training_loader(node, ctx) else None
+        if size is None or not is_training_loader(node, ctx):
+            return None
+        # ``get_loader(..., args.batch_size)``: the configured value is the one site (a
+        # helper is no DataLoader that takes the setting over; issue 29).
+        configured = any(
+            reads_field(size.value, s.field, ctx) for s in config_settings(ctx, "batch_size")
+        )
+        return None if configured else size
     size = find_arg(node, "batch_size", 1)
     if size is None or (isinstance(size.value, cst.Name) and size.value.value == "None"):
         return None

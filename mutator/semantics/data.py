@@ -9,6 +9,7 @@ import libcst as cst
 from mutator.context import Context
 from mutator.semantics.cache import per_module, per_node
 from mutator.semantics.edits import code_of
+from mutator.semantics.modules import imported_definition
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import assigned_values, functions_by_name
 from mutator.semantics.syntax import callee_name, find_arg, is_true
@@ -166,6 +167,8 @@ def split_role_of(node: cst.CSTNode, ctx: Context) -> str | None:
 # -- data loaders -----------------------------------------------------------------------------
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+# PyTorch Geometric's loaders take the same (dataset, batch_size, shuffle) (issue 29).
+DATA_LOADERS += ("torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader")
 
 
 def is_data_loader(node: cst.CSTNode, ctx: Context) -> bool:
@@ -271,21 +274,24 @@ def forwarded_loader_argument(call: cst.CSTNode, key: str, ctx: Context) -> cst.
     call leaves the parameter at its default."""
     if not isinstance(call, cst.Call) or is_data_loader(call, ctx):
         return None
-    helper = _local_function(call, ctx)
-    if helper is None:
-        return None
+    helper, where = _local_function(call, ctx), ctx
+    if helper is None:  # a helper of the project's other files (``from data_loader import get_loader``)
+        found = imported_definition(call.func, ctx)
+        if found is None or not isinstance(found[0], cst.FunctionDef):
+            return None
+        helper, where = found  # type: ignore[assignment]
     params = [*helper.params.posonly_params, *helper.params.params]
     names = [p.name.value for p in params]
-    for loader in ctx.nodes_within(helper, cst.Call):
-        if not is_data_loader(loader, ctx):
+    for loader in where.nodes_within(helper, cst.Call):
+        if not is_data_loader(loader, where):
             continue
         given = find_arg(loader, keyword=key, position=1 if key == "batch_size" else 2)  # type: ignore[arg-type]
         if given is None or not isinstance(given.value, cst.Name) or given.value.value not in names:
             continue
         param = given.value.value
         index = names.index(param)
-        if isinstance(ctx.parent(helper), cst.IndentedBlock) and isinstance(
-            ctx.parent(ctx.parent(helper)), cst.ClassDef
+        if isinstance(where.parent(helper), cst.IndentedBlock) and isinstance(
+            where.parent(where.parent(helper)), cst.ClassDef
         ):
             return None  # a method: ``self`` shifts the positions
         return find_arg(call, keyword=param, position=index)
