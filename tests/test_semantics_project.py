@@ -350,3 +350,13 @@ def test_a_loader_factory_of_the_project_hands_on_shuffle_and_batch_size():
     assert "get_loader(train_set, 32, shuffle=False)" in mutants["no_shuffle"]
     assert "get_loader(train_set, 256, shuffle=True)" in mutants["change_batch_size"]
     assert _parse({"train.py": files["train.py"]}, "train.py").find_sites(ops) == []
+
+
+def test_a_name_from_the_second_star_import_is_found():
+    files = {
+        "train.py": "from datasets import *\nfrom utils import *\n\nclip_gradient(opt, 5.0)\n",
+        "datasets.py": "import torch\n\nclass Captions:\n    pass\n",
+        "utils.py": "def clip_gradient(optimizer, grad_clip):\n    pass\n",
+    }
+    found = definition_of("clip_gradient", _parse(files, "train.py").context)
+    assert found is not None and found[1].path == "utils.py"

@@ -118,7 +118,10 @@ def definition_of(dotted: str, ctx: Context, hops: int = 0) -> Definition | None
         if found is not None:
             return (found, other) if len(attributes) == 1 else None
         # re-exported: ``from .x_transformers import XTransformer`` in ``__init__.py``
-        return definition_of(".".join(attributes), other, hops + 1)
+        again = definition_of(".".join(attributes), other, hops + 1)
+        if again is not None:
+            return again
+        # not there: another reading may hold it (a second ``from m import *``)
     return None
 
 
