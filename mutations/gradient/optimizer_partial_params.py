@@ -13,7 +13,11 @@ from mutator.semantics import (
     method_name,
     parameter_tensors,
     receiver,
+    resolve,
+    values_of,
+    with_arg_value,
 )
+from mutator.semantics.params import is_group_list, parameter_calls
 
 
 class OptimizerPartialParams(Swap):
@@ -55,6 +59,17 @@ class OptimizerPartialParams(Swap):
             """,
             params={"keep": 1},
         ),
+        # Parameters gathered in a list or a sum of lists (issue 29: cleanrl's TD3).
+        Example(
+            before="""
+                from torch import optim
+                q_optimizer = optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=3e-4)
+            """,
+            after="""
+                from torch import optim
+                q_optimizer = optim.Adam((list(qf1.parameters()) + list(qf2.parameters()))[-2:], lr=3e-4)
+            """,
+        ),
     )
     non_examples = (
         "n = sum(p.numel() for p in model.parameters())\n",
@@ -72,6 +87,8 @@ class OptimizerPartialParams(Swap):
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assert isinstance(node, cst.Call)
+        if constructor_kind(node, ctx) == "optimizer":
+            return self._gathered(node, ctx)
         if method_name(node) != "parameters" or node.args:
             return None
         arg = ctx.parent(node)
@@ -90,3 +107,45 @@ class OptimizerPartialParams(Swap):
                 f"[-{self.params['keep']}:] keeps"
             )
         return cst.parse_expression(f"list({ctx.code(node)})[-{self.params['keep']}:]")
+
+    def _gathered(self, node: cst.Call, ctx: Context) -> Replacement | NonSite | None:
+        """``Adam(list(actor.parameters()))``, ``Adam(list(q1.parameters()) +
+        list(q2.parameters()))``, ``Adam(params)`` with ``params`` such a list (issue 29):
+        the gathered list keeps its last tensors. A bare ``.parameters()`` is the other
+        branch's site; parameter groups have no one list to cut."""
+        params = find_arg(node, "params", 0)
+        if params is None or _bare_parameters(params.value) or is_group_list(params.value, ctx):
+            return None
+        calls = parameter_calls(params.value, ctx, node)
+        if not calls:
+            return None
+        keep = self.params["keep"]
+        counts = [parameter_tensors(c.func.value, ctx, c) for c in calls]  # type: ignore[union-attr]
+        if None not in counts and sum(counts) <= keep:  # type: ignore[arg-type]
+            return NonSite(f"equivalent: [-{keep}:] keeps every one of the {sum(counts)} tensors")  # type: ignore[arg-type]
+        code = ctx.code(params.value)
+        if _is_list(params.value, ctx):
+            cut = (
+                f"({code})[-{keep}:]"
+                if isinstance(params.value, cst.BinaryOperation)
+                else f"{code}[-{keep}:]"
+            )
+        else:
+            cut = f"list({code})[-{keep}:]"
+        return with_arg_value(node, params, cst.parse_expression(cut))
+
+
+def _bare_parameters(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and method_name(expr) == "parameters"
+
+
+def _is_list(expr: cst.BaseExpression, ctx: Context) -> bool:
+    """A list value: ``list(...)``, a sum of lists, a display, or a name bound to those."""
+    if isinstance(expr, cst.Name):
+        held = values_of(expr, ctx, expr)
+        return bool(held) and all(_is_list(value, ctx) for value in held)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_list(expr.left, ctx) and _is_list(expr.right, ctx)
+    if isinstance(expr, cst.List):
+        return True
+    return isinstance(expr, cst.Call) and resolve(expr.func, ctx).names == {"builtins.list"}
