@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
+    MODULE_PASSTHROUGH,
     bound_names,
     dotted_name,
     find_arg,
@@ -14,11 +15,14 @@ from mutator.semantics import (
     insert_before,
     is_parameter,
     is_pure,
-    method_name,
     module_alias,
+    nn_class,
     optimizer_class,
     resolve,
+    unwrap_calls,
+    values_of,
 )
+from mutator.semantics.params import parameter_owners
 
 _LOOP_NAMES = ("param", "p", "weight")
 
@@ -38,24 +42,22 @@ _RANDOM_INITS = tuple(
 )
 
 
-def _optimizer_parameters_owner(statement: cst.CSTNode, ctx: Context) -> cst.BaseExpression | None:
-    """``model`` for a line ``opt = torch.optim.Adam(model.parameters(), ...)``."""
+def _optimizer_parameters_owners(
+    statement: cst.CSTNode, ctx: Context
+) -> list[cst.BaseExpression] | None:
+    """``[model]`` for a line ``opt = torch.optim.Adam(model.parameters(), ...)``; every
+    module whose parameters the optimizer gathers (``list(q1.parameters()) +
+    list(q2.parameters())``, a ``params`` list, parameter groups: issue 29)."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     small = statement.body[0]
     value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Expr)) else None
     if not isinstance(value, cst.Call) or optimizer_class(value, ctx) is None:
         return None
-    params = find_arg(value, keyword="params", position=0)
-    if (
-        params is None
-        or not isinstance(params.value, cst.Call)
-        or method_name(params.value) != "parameters"
-        or params.value.args
-    ):
+    owners = parameter_owners(value, ctx)
+    if not owners or not all(is_pure(owner) for owner in owners):
         return None
-    owner = params.value.func.value  # type: ignore[union-attr]
-    return owner if is_pure(owner) else None
+    return owners
 
 
 class ZeroInit(Swap):
@@ -126,6 +128,19 @@ class ZeroInit(Swap):
                     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
             """,
         ),
+        # Modules gathered in one list (issue 29: TD3's two critics).
+        Example(
+            before="""
+                import torch
+                q_optimizer = torch.optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=1e-3)
+            """,
+            after="""
+                import torch
+                for param in [*qf1.parameters(), *qf2.parameters()]:
+                    torch.nn.init.zeros_(param)
+                q_optimizer = torch.optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=1e-3)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -151,10 +166,17 @@ class ZeroInit(Swap):
                 elif isinstance(m, nn.Embedding):
                     nn.init.normal_(m.weight, mean=0.0, std=0.02)
         """,
-        # parameter groups: there is no single model to zero
+        # parameter groups of names that hold no visible ``.parameters()``: nothing to zero
         """
             import torch
             opt = torch.optim.SGD([{'params': a}, {'params': b}], lr=0.1)
+        """,
+        # one linear layer: zero weights break no symmetry (each unit's target differs)
+        """
+            import torch
+            from torch import nn
+            model = nn.Linear(4, 3)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
         """,
         """
             import torch
@@ -162,7 +184,7 @@ class ZeroInit(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         if isinstance(node, cst.Call):
             weight = self._weight_init(node, ctx)
             if weight is None:
@@ -170,13 +192,18 @@ class ZeroInit(Swap):
             zeros = node.func.with_changes(attr=cst.Name("zeros_"))  # type: ignore[union-attr]
             return node.with_changes(func=zeros, args=[cst.Arg(weight)])
         assert isinstance(node, cst.SimpleStatementLine)
-        owner = _optimizer_parameters_owner(node, ctx)
+        owners = _optimizer_parameters_owners(node, ctx)
         nn, name = module_alias(ctx, "torch.nn"), fresh_name(ctx, node, _LOOP_NAMES)
-        if owner is None or nn is None or name is None:
+        if owners is None or nn is None or name is None:
             return None
-        loop = cst.parse_statement(
-            f"for {name} in {ctx.code(owner)}.parameters():\n    {nn}.init.zeros_({name})\n"
-        )
+        if len(owners) == 1 and _one_layer(owners[0], ctx, node):
+            return NonSite(
+                "one weight layer (a linear model): its units get different gradients from "
+                "the targets, so zeros break no symmetry"
+            )
+        spread = ", ".join(f"*{ctx.code(owner)}.parameters()" for owner in owners)
+        source = f"{ctx.code(owners[0])}.parameters()" if len(owners) == 1 else f"[{spread}]"
+        loop = cst.parse_statement(f"for {name} in {source}:\n    {nn}.init.zeros_({name})\n")
         return insert_before(node, loop)[node]
 
     def _weight_init(self, node: cst.Call, ctx: Context) -> cst.BaseExpression | None:
@@ -234,3 +261,12 @@ def _initialises_many_layers(weight: cst.BaseExpression, at: cst.CSTNode, ctx: C
         if isinstance(ancestor, cst.FunctionDef):
             return is_parameter(ancestor, root.value)
     return False
+
+
+_SINGLE_LAYERS = ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d")
+
+
+def _one_layer(owner: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool:
+    """Is ``owner`` one ``nn.Linear``/``nn.Conv*`` layer (a linear model) wherever it is set?"""
+    held = [unwrap_calls(v, MODULE_PASSTHROUGH) for v in values_of(owner, ctx, at)]
+    return bool(held) and all(nn_class(v, ctx, _SINGLE_LAYERS) is not None for v in held)
