@@ -17,6 +17,7 @@ from mutator.semantics import (
     receiver,
     single_assignment,
 )
+from mutator.semantics.params import parameter_owners, root_name
 
 
 def _optimized_model(value: cst.BaseExpression, ctx: Context) -> str | None:
@@ -33,7 +34,11 @@ def _optimized_model(value: cst.BaseExpression, ctx: Context) -> str | None:
     if isinstance(params, cst.Call) and method_name(params) == "parameters":
         owner = receiver(params)
         return owner.value if isinstance(owner, cst.Name) else None
-    return None
+    # Parameter groups or lists of one model's parts (``dict(params=model.conv1.parameters(),
+    # ...)``, issue 29): that model.
+    owners = parameter_owners(value, ctx)
+    roots = {root_name(owner) for owner in owners} if owners else set()
+    return roots.pop() if len(roots) == 1 and None not in roots else None
 
 
 class OptimizerOnStaleModel(Operator):
@@ -114,6 +119,24 @@ class OptimizerOnStaleModel(Operator):
                 model = Net()
                 if args.cuda:
                     model = nn.DataParallel(model).cuda()
+            """,
+        ),
+        # Parameter groups of one model's layers (issue 29: PyG's GCN example).
+        Example(
+            before="""
+                model = GCN(16, 7).to(device)
+                optimizer = torch.optim.Adam([
+                    dict(params=model.conv1.parameters(), weight_decay=5e-4),
+                    dict(params=model.conv2.parameters(), weight_decay=0)
+                ], lr=0.01)
+            """,
+            after="""
+                model = GCN(16, 7).to(device)
+                optimizer = torch.optim.Adam([
+                    dict(params=model.conv1.parameters(), weight_decay=5e-4),
+                    dict(params=model.conv2.parameters(), weight_decay=0)
+                ], lr=0.01)
+                model = GCN(16, 7).to(device)
             """,
         ),
     )
