@@ -15,6 +15,7 @@ from mutator.semantics import (
     number_literal,
     number_value,
     per_module,
+    resolve,
     with_arg_value,
     with_keyword,
 )
@@ -25,9 +26,10 @@ _DEFAULT_WEIGHT_DECAY = {"AdamW": 0.01}
 
 
 @per_module
-def _group_decays(ctx: Context) -> list[cst.DictElement]:
-    """Non-zero ``"weight_decay": wd`` entries of the parameter groups an optimizer gets."""
-    found = []
+def _group_decays(ctx: Context) -> list[cst.DictElement | cst.Arg]:
+    """Non-zero ``"weight_decay": wd`` entries of the parameter groups an optimizer gets,
+    written ``{...}`` or ``dict(params=..., weight_decay=wd)`` (issue 29: PyG's GCN)."""
+    found: list[cst.DictElement | cst.Arg] = []
     for call in ctx.nodes(cst.Call):
         if optimizer_call(call, ctx) is None:
             continue
@@ -35,6 +37,14 @@ def _group_decays(ctx: Context) -> list[cst.DictElement]:
             entry = group_sets(group, "weight_decay")
             if entry is not None and number_value(entry.value) != 0:
                 found.append(entry)
+        params = find_arg(call, "params", 0)  # type: ignore[arg-type]
+        groups = params.value if params is not None else None
+        for element in groups.elements if isinstance(groups, cst.List) else ():
+            made = element.value
+            if isinstance(made, cst.Call) and resolve(made.func, ctx).names == {"builtins.dict"}:
+                entry = find_arg(made, "weight_decay")
+                if entry is not None and number_value(entry.value) != 0:
+                    found.append(entry)
     return found
 
 
@@ -56,7 +66,7 @@ class WeightDecayTooHigh(Swap):
     summary = "Multiply weight_decay by a factor (x100): weights shrink, the model underfits."
     expected = "degrades"
     witness = "factor optimizer.weight_decay", "the weight decay at the first step is scaled"
-    node_types = (cst.Call, cst.DictElement)
+    node_types = (cst.Call, cst.DictElement, cst.Arg, cst.Assign, cst.AnnAssign)
     parameters = {"factor": Param(100.0, "multiplier applied to weight_decay", valid="(0, inf)")}
     examples = (
         Example(
@@ -112,6 +122,56 @@ class WeightDecayTooHigh(Swap):
                 trainer = Trainer(model, config)
             """,
         ),
+        # Groups written with dict(...) (issue 29: PyG's GCN decays the first layer only).
+        Example(
+            before="""
+                import torch
+                opt = torch.optim.Adam([
+                    dict(params=model.conv1.parameters(), weight_decay=5e-4),
+                    dict(params=model.conv2.parameters(), weight_decay=0)
+                ], lr=0.01)
+            """,
+            after="""
+                import torch
+                opt = torch.optim.Adam([
+                    dict(params=model.conv1.parameters(), weight_decay=0.05),
+                    dict(params=model.conv2.parameters(), weight_decay=0)
+                ], lr=0.01)
+            """,
+        ),
+        # A settings-class field and a dotted assignment a trainer reads (issue 29).
+        Example(
+            before="""
+                from dataclasses import dataclass
+                @dataclass
+                class TrainConfig:
+                    lr: float = 3e-4
+                    weight_decay: float = 0.1
+                cfg = TrainConfig()
+                trainer = Trainer(model, lr=cfg.lr, weight_decay=cfg.weight_decay)
+            """,
+            after="""
+                from dataclasses import dataclass
+                @dataclass
+                class TrainConfig:
+                    lr: float = 3e-4
+                    weight_decay: float = 10.0
+                cfg = TrainConfig()
+                trainer = Trainer(model, lr=cfg.lr, weight_decay=cfg.weight_decay)
+            """,
+        ),
+        Example(
+            before="""
+                config = get_default_config()
+                config.weight_decay = 0.1
+                trainer = Trainer(config, model, train_dataset)
+            """,
+            after="""
+                config = get_default_config()
+                config.weight_decay = 10.0
+                trainer = Trainer(config, model, train_dataset)
+            """,
+        ),
     )
     non_examples = (
         """
@@ -142,8 +202,10 @@ class WeightDecayTooHigh(Swap):
         return None if number_value(decay.value) == 0 else (optimizer, decay)
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
-        if isinstance(node, cst.DictElement) and node in _group_decays(ctx):
+        if isinstance(node, (cst.DictElement, cst.Arg)) and node in _group_decays(ctx):
             return node.with_changes(value=_times(node.value, self.params["factor"]))
+        if isinstance(node, cst.Arg):
+            return None
         setting = config_setting(node, ctx, "weight_decay")
         if setting is not None:
             # A config value handed to code that builds the optimizer where the script does
@@ -153,9 +215,9 @@ class WeightDecayTooHigh(Swap):
             ):
                 return None
             return with_setting_value(setting, _times(setting.value, self.params["factor"]))
-        if isinstance(node, cst.DictElement):
+        if not isinstance(node, cst.Call):
             return None
-        if isinstance(node, cst.Call) and every_group_sets(node, ctx, "weight_decay"):
+        if every_group_sets(node, ctx, "weight_decay"):
             return NonSite("equivalent: every parameter group sets its own weight_decay")
         found = self._decay(node, ctx)
         if found is None:
