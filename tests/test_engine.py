@@ -111,6 +111,37 @@ def test_an_edit_inside_an_elif_branch_keeps_the_elif():
     assert mutant.source == source.render_whole_module(sites)
 
 
+def test_a_statement_inserted_in_an_elif_branch_keeps_the_chain():
+    """zero_init's loop (before) and optimizer_on_stale_model's copy (after) in the ``elif``
+    and ``else`` branches of an optimizer choice: the chain stays ``if/elif/else`` (issue 29:
+    an inserted loop once turned the ``elif`` into ``if``, so the default branch reached
+    ``else: raise``)."""
+    source = SourceFile(
+        "import torch\n"
+        "if opt == 'sgd':\n"
+        "    model = Net()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "elif opt == 'adam':\n"
+        "    model = Net()\n"
+        "    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)\n"
+        "else:\n"
+        "    raise ValueError(opt)\n",
+        "t.py",
+    )
+    sites = source.find_sites([get_operator("zero_init"), get_operator("optimizer_on_stale_model")])
+    assert len(sites) == 4
+    for site in sites:
+        mutant = source.apply([site])
+        assert mutant.source == source.render_whole_module([site])
+        lines = mutant.source.splitlines()
+        assert [line for line in lines if not line.startswith(" ")][1:] == [
+            "if opt == 'sgd':",
+            "elif opt == 'adam':",
+            "else:",
+        ], mutant.diff
+        compile(mutant.source, "t.py", "exec")
+
+
 def test_pragma_excludes_a_line():
     skipped = LOOP.replace(
         "        opt.zero_grad()\n        loss",
