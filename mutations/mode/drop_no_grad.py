@@ -135,6 +135,22 @@ class DropNoGrad(Swap):
     witness = "more eval_graph", "an evaluation forward records an autograd graph"
     node_types = (cst.With, cst.Decorator)
     examples = (
+        # Indices from torch.max need no grad: ``.numpy()`` on them still works (issue 29).
+        Example(
+            before="""
+                import torch
+                with torch.no_grad():
+                    outputs = model(X_test)
+                    _, predicted = torch.max(outputs, 1)
+                    print(report(y_test.numpy(), predicted.numpy()))
+            """,
+            after="""
+                import torch
+                outputs = model(X_test)
+                _, predicted = torch.max(outputs, 1)
+                print(report(y_test.numpy(), predicted.numpy()))
+            """,
+        ),
         Example(
             before="""
                 import torch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.numerics._layer_lists import in_layer_list
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
@@ -20,7 +21,6 @@ from mutator.semantics import (
     resolve,
     starts_before,
     without_element,
-    without_list_element,
 )
 
 _ACTIVATION_CLASSES = (
@@ -35,6 +35,7 @@ _ACTIVATION_CLASSES = (
     "Mish",
     "Tanh",
     "Softplus",
+    "Sigmoid",
 )
 
 
@@ -51,7 +52,7 @@ _ACTIVATION_FUNCTIONS = {
 _ACTIVATION_METHODS = ("relu", "relu_", "tanh")
 # Squashing activations: last in a model they map to the output's range (a generator's
 # Tanh to [-1, 1]); a ReLU ending a block is still hidden (a head follows).
-_SQUASHING = ("Tanh", "Softplus")
+_SQUASHING = ("Tanh", "Softplus", "Sigmoid")
 
 
 def _squashes_output(node: cst.Call, ctx: Context) -> bool:
@@ -124,37 +125,6 @@ def _unless_factor(node: cst.Call, ctx: Context) -> NonSite | None:
     )
 
 
-def _in_layer_list(node: cst.Call, ctx: Context) -> Edits | None:
-    """An activation a block helper puts into its list of layers (issue 29: the GAN zoo's
-    ``layers.append(nn.LeakyReLU(0.2))``, ``block = [nn.Conv2d(...), nn.LeakyReLU(0.2),
-    ...]``): out of the list, the layers around it meet with nothing between."""
-    parent = ctx.parent(node)
-    if isinstance(parent, cst.Arg):  # ``layers.append(nn.ReLU())`` on a line of its own
-        call = ctx.parent(parent)
-        line = ctx.parent(ctx.parent(call)) if call is not None else None
-        if (
-            isinstance(call, cst.Call)
-            and method_name(call) == "append"
-            and isinstance(call.func.value, cst.Name)  # type: ignore[union-attr]
-            and isinstance(ctx.parent(call), cst.Expr)
-            and isinstance(line, cst.SimpleStatementLine)
-            and len(line.body) == 1
-        ):
-            return {line: cst.RemoveFromParent()}
-        return None
-    holder = ctx.parent(parent) if isinstance(parent, cst.Element) else None
-    if not isinstance(holder, cst.List) or len(holder.elements) < 2:
-        return None
-    if not any(_is_layer_constructor(e.value, ctx) for e in holder.elements if e.value is not node):
-        return None
-    return {holder: without_list_element(holder, node)}
-
-
-def _is_layer_constructor(value: cst.BaseExpression, ctx: Context) -> bool:
-    names = resolve(value, ctx).names if isinstance(value, cst.Call) else frozenset()
-    return any(n.startswith("torch.nn.") and n.rsplit(".", 1)[-1][:1].isupper() for n in names)
-
-
 def _in_model_code(node: cst.CSTNode, ctx: Context) -> bool:
     """Inside an ``nn.Module`` subclass, or a ``forward`` function."""
     function = ctx.enclosing_function(node)
@@ -186,6 +156,17 @@ class DropActivation(Operator):
     witness = "differential", "different numbers: a nonlinearity is gone"
     node_types = (cst.Call,)
     examples = (
+        # A hidden Sigmoid (issue 29: a course's iris MLP).
+        Example(
+            before="""
+                from torch import nn
+                net = nn.Sequential(nn.Linear(4, 64), nn.Sigmoid(), nn.Linear(64, 3))
+            """,
+            after="""
+                from torch import nn
+                net = nn.Sequential(nn.Linear(4, 64), nn.Linear(64, 3))
+            """,
+        ),
         # A block helper's list of layers (issue 29: the GAN zoo).
         Example(
             before="""
@@ -290,6 +271,11 @@ class DropActivation(Operator):
         ),
     )
     non_examples = (
+        # A final Sigmoid maps to probabilities: an output activation (a discriminator's).
+        """
+            from torch import nn
+            D = nn.Sequential(nn.Linear(784, 256), nn.Linear(256, 1), nn.Sigmoid())
+        """,
         # Output bounds that no later layer reads (issue 22: TD3's action, SAC's std).
         """
             import torch
@@ -362,7 +348,7 @@ class DropActivation(Operator):
                 if parent is sequential.args[-1] and nn_class(node, ctx, _SQUASHING):
                     return NonSite("an output activation (a generator's Tanh), not a hidden one")
                 return {sequential: without_element(sequential, parent)}  # type: ignore[arg-type]
-            return _in_layer_list(node, ctx) if _in_model_code(node, ctx) else None
+            return in_layer_list(node, ctx) if _in_model_code(node, ctx) else None
         if not _in_model_code(node, ctx) or _squashes_output(node, ctx):
             return None
         positional = positional_args(node)

@@ -182,10 +182,34 @@ def feeds_training(block: cst.With | cst.FunctionDef, ctx: Context) -> bool:
             if _closure(_reads(receiver(call), ctx), deps) & live:
                 return True
         numpy += _later_calls(block, "numpy", ctx)
-    if any(_base_name(receiver(call)) in bound for call in numpy):  # type: ignore[arg-type]
+    free = _index_names(block.body, ctx)
+    if any(_base_name(receiver(call)) in bound - free for call in numpy):  # type: ignore[arg-type]
         return True
     inner = block if isinstance(block, cst.FunctionDef) else ctx.enclosing_function(block)
     return _returned_to_training(inner, bound, ctx)
+
+
+def _index_names(root: cst.CSTNode, ctx: Context) -> set[str]:
+    """Names bound to indices, which never require grad: ``_, predicted = torch.max(out, 1)``,
+    ``pred = out.argmax(1)`` (issue 29: ``predicted.numpy()`` after an evaluation)."""
+    found: set[str] = set()
+    for assign in ctx.nodes_within(root, cst.Assign):
+        value = assign.value  # type: ignore[attr-defined]
+        if not isinstance(value, cst.Call):
+            continue
+        name = callee_name(value)
+        for target in assign.targets:  # type: ignore[attr-defined]
+            bound = target.target
+            if name in ("argmax", "argmin", "argsort") and isinstance(bound, cst.Name):
+                found.add(bound.value)
+            elif (
+                name in ("max", "min", "topk", "sort")
+                and isinstance(bound, cst.Tuple)
+                and len(bound.elements) == 2
+                and isinstance(bound.elements[1].value, cst.Name)
+            ):
+                found.add(bound.elements[1].value.value)
+    return found
 
 
 # The same by-name flow, for operators that ask what the backwarded loss is computed from.
