@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._shared import mode_blind, model_mode_statement
+from mutations.mode._final import evaluated_nowhere_after
+from mutations.mode._shared import mode_blind, model_mode_statement, switched_model
 from mutator.context import Context
 from mutator.operator import Example, NonSite, Replacement, Swap
 
@@ -109,6 +110,17 @@ class DropEvalMode(Swap):
         ),
     )
     non_examples = (
+        # A final eval() before saving: nothing runs the model after it (issue 29).
+        """
+            import torch
+            import torch.nn as nn
+            def main():
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+                for x in loader:
+                    model(x).sum().backward()
+                model.eval()
+                torch.save(model.state_dict(), "model.pt")
+        """,
         "model.train()\n",
         "result = evaluator.eval()\n",
         "expr.eval()\n",
@@ -182,4 +194,9 @@ class DropEvalMode(Swap):
         call = model_mode_statement(node, ctx, "eval")
         if call is None:
             return None
-        return mode_blind(call, ctx) or cst.RemoveFromParent()
+        blind = mode_blind(call, ctx)
+        if blind is not None:
+            return blind
+        if evaluated_nowhere_after(node, switched_model(call, ctx)[0], ctx):
+            return NonSite("equivalent: nothing runs the model after this eval() (it is saved)")
+        return cst.RemoveFromParent()
