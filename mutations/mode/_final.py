@@ -72,3 +72,46 @@ def evaluated_nowhere_after(
         if (later or elsewhere) and not _inert(use, ctx):
             return False
     return True
+
+
+def _sets_eval_first(function: cst.FunctionDef, model: str, ctx: Context) -> bool:
+    """Does ``function`` put ``model`` (its code) into eval mode before anything else uses it
+    (a library's ``predict`` that sets its own mode)?"""
+    from mutations.mode._shared import model_mode_statement, switched_model
+
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    for statement in body:
+        call = model_mode_statement(statement, ctx, "eval")
+        if call is not None and ctx.code(switched_model(call, ctx)[0]) == model:
+            return True
+        if any(ctx.code(n) == model for n in ctx.nodes_within(statement, cst.Attribute)):
+            return False
+        if any(n.value == model for n in ctx.nodes_within(statement, cst.Name)):  # type: ignore[attr-defined]
+            return False
+    return False
+
+
+def next_use_sets_eval(statement: cst.CSTNode, model: cst.BaseExpression, ctx: Context) -> bool:
+    """Is the next line after the ``eval()`` that does anything with the model a call of the
+    script's own function or method that sets eval mode itself first (issue 29: fit()
+    libraries whose ``predict`` calls ``self.network.eval()``)?"""
+    code = ctx.code(model)
+    for following in ctx.following_statements(statement):
+        calls = [
+            c
+            for c in ctx.nodes_within(following, cst.Call)
+            if isinstance(c.func, (cst.Name, cst.Attribute))  # type: ignore[attr-defined]
+        ]
+        own = [
+            f
+            for c in calls
+            for f in ctx.nodes(cst.FunctionDef)
+            if f.name.value
+            == (c.func.attr.value if isinstance(c.func, cst.Attribute) else c.func.value)  # type: ignore[attr-defined]
+        ]
+        mentions_model = code in ctx.code(following)
+        if len(own) == 1 and _sets_eval_first(own[0], code, ctx):  # type: ignore[arg-type]
+            return not any(ctx.code(c.func) == code for c in calls)  # type: ignore[attr-defined]
+        if mentions_model or own:
+            return False
+    return False

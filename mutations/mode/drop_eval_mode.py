@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from mutations.mode._final import evaluated_nowhere_after
+from mutations.mode._final import evaluated_nowhere_after, next_use_sets_eval
 from mutations.mode._shared import mode_blind, model_mode_statement, switched_model
 from mutator.context import Context
 from mutator.operator import Example, NonSite, Replacement, Swap
@@ -17,7 +17,9 @@ class DropEvalMode(Swap):
     active, so validation metrics are noisy and pessimistic; BatchNorm normalises with
     validation-batch statistics and updates its running statistics on validation data,
     leaking it into the model used later. Model selection and early stopping then act
-    on wrong numbers. A model without such layers is no site (the mutant is equivalent).
+    on wrong numbers. A model without such layers is no site (the mutant is equivalent),
+    nor an ``eval()`` that nothing runs the model after (before saving), nor one whose next
+    use is a call of the script's own function that sets eval mode itself (a ``predict``).
     The model's classes are read where they are: in the script, in the project's files it
     imports (``from modules import UNet``), or, for a model a sibling script hands in
     (``engine.train(model=model)``), there; a ``Dropout`` whose probability is 0 on every
@@ -106,6 +108,41 @@ class DropEvalMode(Swap):
                 model = torch.nn.DataParallel(models.__dict__[args.arch]())
                 def validate(loader):
                     return [model(x) for x, _ in loader]
+            """,
+        ),
+        # The next call sets eval mode itself (a fit() library's predict, issue 29): only
+        # predict's own eval() is a site, not the one in fit before calling it.
+        Example(
+            before="""
+                import torch.nn as nn
+                class Model:
+                    def __init__(self):
+                        self.network = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+
+                    def predict(self, x):
+                        self.network.eval()
+                        return self.network(x)
+
+                    def fit(self, loader, x_valid):
+                        for x in loader:
+                            self.network(x).sum().backward()
+                        self.network.eval()
+                        return self.predict(x_valid)
+            """,
+            after="""
+                import torch.nn as nn
+                class Model:
+                    def __init__(self):
+                        self.network = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+
+                    def predict(self, x):
+                        return self.network(x)
+
+                    def fit(self, loader, x_valid):
+                        for x in loader:
+                            self.network(x).sum().backward()
+                        self.network.eval()
+                        return self.predict(x_valid)
             """,
         ),
     )
@@ -197,6 +234,9 @@ class DropEvalMode(Swap):
         blind = mode_blind(call, ctx)
         if blind is not None:
             return blind
-        if evaluated_nowhere_after(node, switched_model(call, ctx)[0], ctx):
+        model = switched_model(call, ctx)[0]
+        if evaluated_nowhere_after(node, model, ctx):
             return NonSite("equivalent: nothing runs the model after this eval() (it is saved)")
+        if next_use_sets_eval(node, model, ctx):
+            return NonSite("equivalent: the next call that uses the model sets eval mode itself")
         return cst.RemoveFromParent()
