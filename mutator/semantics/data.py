@@ -275,7 +275,9 @@ def forwarded_loader_argument(call: cst.CSTNode, key: str, ctx: Context) -> cst.
     if not isinstance(call, cst.Call) or is_data_loader(call, ctx):
         return None
     helper, where = _local_function(call, ctx), ctx
-    if helper is None:  # a helper of the project's other files (``from data_loader import get_loader``)
+    if (
+        helper is None
+    ):  # a helper of the project's other files (``from data_loader import get_loader``)
         found = imported_definition(call.func, ctx)
         if found is None or not isinstance(found[0], cst.FunctionDef):
             return None
