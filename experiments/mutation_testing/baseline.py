@@ -1,8 +1,9 @@
 """The unmutated command first: it must pass, or nothing can be said about a mutant.
 
 Its run also gives what the mutants' runs are measured against: its time (deadlines
-scale from it) and, with pytest, each test's time and which test executed which line of
-the mutated files (``lines``), by target name.
+scale from it) and, with pytest, each test's time, which test executed which line of
+the mutated files (``lines``), by target name, and each test's witness facts on the
+unmutated project (``witness``: the reference every mutant's test is compared with).
 """
 
 from __future__ import annotations
@@ -71,4 +72,5 @@ def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, A
         "unprobed": result.get("unprobed") or {},
         "turned_off": result.get("turned_off") or [],
         "plugins": result.get("plugins"),
+        "witness": result.get("witness"),
     }

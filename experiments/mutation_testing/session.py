@@ -50,6 +50,7 @@ class Options:
     fresh: bool = False  # a new interpreter per mutant (the benchmark's comparison)
     select_tests: bool = True  # False: every mutant runs every test
     warm_project: bool = True  # fork runs from a server that imported and collected once
+    witness: bool = True  # record and compare each test's witness facts (off: a benchmark)
 
 
 @dataclass
@@ -70,12 +71,17 @@ def run(
     started = time.monotonic()
     env = caching.environment(options.root, [options.out])
     settings = [options.command.argv, options.timeout_factor, options.select_tests]
+    settings.append([caching.WITNESS_VERSION, options.witness])
     store = caching.Cache(options.out / "cache")
-    keys = {job.identity: caching.key(job.sha256, job.identity, settings, env) for job in jobs}
+    keys = {
+        job.identity: caching.key(job.sha256, job.identity, settings, env, caching.witnesses(job))
+        for job in jobs
+    }
     rows: dict[str, Row] = {}
     for job in jobs:
         known = store.get(keys[job.identity])
-        if known is not None:
+        # A result stored without a witness state (an older trainwreck) is run again.
+        if known is not None and "witness_state" in known:
             rows[job.identity] = Row(**{**known, "cached": True})
     todo = [job for job in jobs if job.identity not in rows]
     outcome = Outcome([], None)
@@ -85,14 +91,16 @@ def run(
             with loading():
                 warm()
         scratch = Path(tempfile.mkdtemp(prefix="trainwreck-test-"))
-        setting = runs.Setting(options.root, options.out, scratch, options.command, fresh)
+        setting = runs.Setting(
+            options.root, options.out, scratch, options.command, fresh, options.witness
+        )
         pool = Pool(options.workers)
         try:
             with reaper.subreaper():
                 # Lines are recorded for the mutated files only: a session mutating
                 # another file needs its own baseline.
                 names = sorted(target.name for target in targets)
-                base_key = caching.key("baseline", options.command.argv, names, env)
+                base_key = caching.key("baseline", options.command.argv, names, env, settings[-1])
                 base = store.baseline(base_key)
                 if base is None:
                     base = baseline_run.run(setting, pool, targets)
@@ -215,20 +223,24 @@ def _run_pending(
             job, chosen, prepared, warm = started.pop(finished.key)
             result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
             trust_reach = not base.get("spawned") and job.target.name not in unprobed
-            status, killed_by, detail = classify(job, finished.exit_code, result, tail, trust_reach)
+            found = classify(job, finished.exit_code, result, tail, trust_reach, base)
+            killed_by = found.killed_by
             ran = (result or {}).get("durations") or {}
             yield row_for(
                 job,
-                status,
+                found.status,
                 killed_by=killed_by,
                 failed_with=failure_kinds(killed_by, result),
-                crash=crash_kind(killed_by, result) if status == "killed" else "",
+                crash=crash_kind(killed_by, result) if found.status == "killed" else "",
                 covered_by=list(chosen.tests or []),
                 tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
                 cpu_s=round(finished.cpu_s, 3),
-                detail=detail,
+                detail=found.detail,
+                witness=found.witness,
+                witness_state=found.witness_state,
+                ran_bug=found.ran_bug,
                 warm=warm,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
