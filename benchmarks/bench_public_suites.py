@@ -14,7 +14,9 @@ Per project:
 - ``trainwreck test --mutate FILE... --workers W --timeout-factor 10 -- TESTS`` (every
   operator; the factor as in ``bench_checks.py``, for a machine whose load changes): wall time,
   mutants by status, the score, how many runs were forked from the warm project, and the
-  overhead per run (its wall time minus its tests' own time), median and max;
+  overhead per run (its wall time minus its tests' own time), median and max; each
+  survivor and each unconfirmed mutant with its witness line (what ran, or why not: issue
+  28), in the JSON;
 - mutmut 3 on the same files (``only_mutate``) and tests
   (``pytest_add_cli_args_test_selection``), ``--max-children W``, with
   ``OMP_NUM_THREADS=1`` (its forked children otherwise hang on torch's thread pool) and the
@@ -135,6 +137,12 @@ def summarise(rows: list[dict], wall: float, summary: str) -> dict:
         "overhead_median_s": round(statistics.median(overheads), 3) if overheads else None,
         "overhead_max_s": round(max(overheads), 3) if overheads else None,
         "summary": summary,
+        # What each survivor's bug did under the tests, and why the unconfirmed did not run
+        "witnesses": {
+            row["identity"]: f"{row['status']}: {row.get('witness', '')}"
+            for row in rows
+            if row["status"] in ("survived", "unconfirmed", "stillborn")
+        },
     }
 
 
