@@ -368,3 +368,25 @@ def test_the_witness_decides_in_warm_runs_and_in_a_cold_child(tmp_path: Path) ->
     assert {key: row["status"] for key, row in _rows(project).items()} == {
         key: row["status"] for key, row in rows.items()
     }
+
+
+def test_a_model_traced_under_the_probes_traces_as_without_them() -> None:
+    """``torch.jit.trace`` records every op a forward runs: the probes' reads must not be
+    among them (ignite's tests trace a model; its baseline failed with an internal assert
+    on the digest's ``view(dtype)``)."""
+    import warnings
+
+    from experiments.harness import observe
+
+    observed = observe.install()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit.trace's own
+            warnings.simplefilter("error", torch.jit.TracerWarning)  # a probe's fails here
+            traced = torch.jit.trace(nn.Linear(3, 1), torch.rand(4, 3))
+        optimizer = torch.optim.SGD(traced.parameters(), lr=0.1)
+        nn.functional.mse_loss(traced(torch.rand(5, 3)), torch.zeros(5, 1)).backward()
+        optimizer.step()
+        assert observed.facts()["first_batch"] == 5  # the traced model's training forward
+    finally:
+        observed.remove()
