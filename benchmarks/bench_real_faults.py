@@ -1,6 +1,7 @@
 """Real faults (issue 32): do the mutants stand for the training bugs people actually make?
 
 Usage: python benchmarks/bench_real_faults.py --mirrors DIR [--json] [--only ID ...]
+       python benchmarks/bench_real_faults.py --mirrors DIR --by-operator
        python benchmarks/bench_real_faults.py --mirrors DIR --run [--seeds N] [--results DIR]
 
 Reads each fix of ``benchmarks/real_faults.toml`` from the git mirrors under DIR (faulty =
@@ -48,6 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", default=str(real_faults_set.REPLAY_SET), help="replay-set TOML")
     parser.add_argument("--only", nargs="*", default=[], help="fault ids to evaluate")
     parser.add_argument("--json", action="store_true", help="print the per-fault rows as JSON")
+    parser.add_argument(
+        "--by-operator",
+        action="store_true",
+        help="print every registered operator with the real faults it couples with",
+    )
     parser.add_argument("--run", action="store_true", help="also run the offline faults")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per run (with --run)")
     parser.add_argument("--results", default="", help="results folder for --run (default: temp)")
@@ -82,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         side_by_side = real_faults_runs.run_offline(results, mirrors, args.seeds, args.results)
     if args.json:
         print(json.dumps(real_faults_report.as_json(results), indent=1))
+        return 0
+    if args.by_operator:
+        print("\n".join(real_faults_report.registry_table(results)))
         return 0
     print(real_faults_report.render(results), end="")
     if side_by_side:

@@ -99,7 +99,7 @@ def couple(fault: Fault, pair: Pair, operators=None) -> Coupling:
             continue
         if edits == target:
             return _exact(result, [site], mutant.identity)
-        if edits and edits <= target:
+        if edits and _inside(edits, target):
             parts[site.operator.label].append(site)
         at_fault = bool(category) and site.operator.category == category
         if site.operator.name == fault.operator or (at_fault and set(mutant.lines) & region):
@@ -137,6 +137,19 @@ def couple(fault: Fault, pair: Pair, operators=None) -> Coupling:
     else:
         result.reason = f"needs the proposed operator {fault.operator}"
     return result
+
+
+def _inside(edits: frozenset, target: frozenset) -> bool:
+    """Is every edit part of one of the fault's: its statements inside that edit's span,
+    its new code among that edit's (two neighbouring lines a fault changes together are
+    one edit of the fault, but two sites)?"""
+    return all(
+        any(
+            t_start <= start and end <= t_end and set(new) <= set(t_new)
+            for t_start, t_end, t_new in target
+        )
+        for start, end, new in edits
+    )
 
 
 def _gated_exact(source: SourceFile, fixed_entries, rejected: list, target: frozenset):

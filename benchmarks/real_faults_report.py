@@ -103,6 +103,26 @@ def operator_table(results: list[Coupling]) -> list[str]:
     return rows
 
 
+def registry_table(results: list[Coupling]) -> list[str]:
+    """Every registered operator, with the real faults it couples with (exact or
+    equivalent) or "none found yet", and those it has a partial site for."""
+    exact: dict[str, list[str]] = defaultdict(list)
+    near: dict[str, list[str]] = defaultdict(list)
+    for c in results:
+        for op in c.operators:
+            (exact if coupled(c) else near)[op].append(c.fault.id)
+    rows = [
+        "| operator | category | couples with (real faults) | partial for |",
+        "|---|---|---|---|",
+    ]
+    for name, cls in sorted(operator_classes().items()):
+        rows.append(
+            f"| {name} | {cls.category} | {', '.join(exact.get(name, [])) or 'none found yet'} "
+            f"| {', '.join(near.get(name, [])) or '-'} |"
+        )
+    return rows
+
+
 def render(results: list[Coupling]) -> str:
     parts = [
         "## Summary",

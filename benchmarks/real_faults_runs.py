@@ -186,7 +186,12 @@ def run_fault(coupling: Coupling, mirrors: Path, seeds: int, results_dir: Path) 
             "| (no mutant of the fixed file is a candidate for this fault) |"
             + " |" * (len(SHOWN) + 1)
         )
-    for entry, _ in candidates:
+    for entry, text in candidates:
+        if text == pair.faulty:
+            # The same source is the same run (the harness keys runs by source): its rows.
+            label = f"mutant {entry['identity']} = faulty (the same source)"
+            lines.append(_row(label, runs, faulty, seeds))
+            continue
         same = _same(runs, entry["identity"], faulty, seeds) if healthy else False
         note = {True: " = faulty", False: "", None: " (no digest)"}[same]
         lines.append(_row(f"mutant {entry['identity']}{note}", runs, entry["identity"], seeds))

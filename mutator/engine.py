@@ -325,6 +325,8 @@ class SourceFile:
                 unit = ctx.enclosing(node, cst.BaseStatement)
             if unit is None:
                 return None
+            while isinstance(unit, cst.If) and isinstance(ctx.parent(unit), cst.If):
+                unit = ctx.parent(unit)  # an ``elif`` rendered alone would read ``if``
             units[id(unit)] = unit
         outermost = []
         for unit in units.values():

@@ -100,6 +100,17 @@ def test_removing_the_only_statement_keeps_the_block_valid():
     assert mutant.source == "for x in xs:\n    pass\n"
 
 
+def test_an_edit_inside_an_elif_branch_keeps_the_elif():
+    source = SourceFile(
+        "if a:\n    pass\nelif b:\n    opt.zero_grad()\n    loss.backward()\nelse:\n    pass\n",
+        "t.py",
+    )
+    sites = source.find_sites([get_operator("drop_zero_grad")])
+    mutant = source.apply(sites)
+    assert mutant.source == "if a:\n    pass\nelif b:\n    loss.backward()\nelse:\n    pass\n"
+    assert mutant.source == source.render_whole_module(sites)
+
+
 def test_pragma_excludes_a_line():
     skipped = LOOP.replace(
         "        opt.zero_grad()\n        loss",

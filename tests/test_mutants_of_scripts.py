@@ -69,6 +69,25 @@ STYLE_ONLY = {
     "gan_fake_not_detached": "no reference loop is a GAN (dcgan)",
     "padding_counted_in_loss": "no reference loop pads sequences (padded_char_lm)",
     "view_instead_of_permute": "no reference loop holds channels-last images (channels_last_cifar)",
+    # The operators written for the real-fault replay set (issue 32): code no reference loop has.
+    "clamp_bound_flipped": "no reference loop clamps in its loss (siamese, two_head_focal)",
+    "drop_class_weight_term": "no reference loop balances classes (two_head_focal)",
+    "drop_detach_in_loss": "no reference loop has a constant term in its loss (actor_critic_chain)",
+    "drop_loss_reduction": "no reference loop sums loss terms (actor_critic_chain, wgan_gp_toy)",
+    "dropout_on_logits": "no reference loop drops out between layers by hand (mnist_nll, rnn_digits)",
+    "flatten_all_dims_before_loss": "no reference loop flattens sequence logits (sine_tokens_lm)",
+    "hoist_loop_reset": "no reference loop runs episodes (actor_critic_chain)",
+    "interpolation_weight_per_element": "no reference loop interpolates batches (wgan_gp_toy)",
+    "last_item_instead_of_list": "no reference loop batches collected lists (actor_critic_chain)",
+    "linspace_includes_endpoint": "no reference loop generates windows (sine_tokens_lm)",
+    "loss_weight_applied_twice": "no reference loop weights a loss helper (wgan_gp_toy)",
+    "metric_into_train_accumulator": "no reference loop keeps train/val sums on self (two_head_focal)",
+    "optimizer_misses_params": "no reference loop trains two modules (actor_critic_chain)",
+    "softmax_overwrites_logits": "no reference loop reuses its logits name (two_head_focal)",
+    "stale_fake_in_generator_loss": "no reference loop is a GAN (wgan_gp_toy)",
+    "swap_loss_targets": "no reference loop has parallel loss terms (two_head_focal)",
+    "to_device_not_assigned": "the reference loops move tuples (dcgan, imagenet_trainer, vae)",
+    "wrong_network_in_loss": "no reference loop builds two networks of a class (actor_critic_chain)",
 }
 
 

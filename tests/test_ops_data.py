@@ -172,6 +172,7 @@ def test_classifier_sites_are_exactly_the_meaningful_ones():
         "drop_input_normalization": 1,
         "skip_val_normalization": 1,
         "normalize_with_full_stats": 1,
+        "normalize_by_wrong_stat": 1,  # (X - mean) / std of train and validation together
         "mix_batch_dims": 1,  # h.view(...), never yb or a 1-D target
         "train_val_leakage": 2,  # the index split and the validation loader
         "drop_training_data": 1,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.data._lambdas import scaling_lambda_list
 from mutations.data._pipelines import named_transform_uses, pipeline_role, transform_list
 from mutations.data._shared import (
     drop_normalizations,
@@ -40,7 +41,9 @@ class DropInputNormalization(Operator):
     ``skip_val_normalization``'s train/test mismatch). Not told apart: a scaled copy of
     training images that only the plots run through the model (an autoencoder's
     ``view_data``: the pictures change, training does not; 1 of 7 corpus mutants, issue 22).
-    Fix: standardize inputs with training-set statistics. Check: print input
+    A ``transforms.Lambda`` that rescales the tensor (``lambda t: t * 2 - 1``, the
+    [-1, 1] inputs a diffusion model expects: lucidrains/denoising-diffusion-pytorch@16c9ae7)
+    is a normalisation step too. Fix: standardize inputs with training-set statistics. Check: print input
     statistics of the first batch (mean far from 0, std far from 1); an init-loss
     check and the loss curve against the reference.
     """
@@ -107,6 +110,16 @@ class DropInputNormalization(Operator):
                 normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
                 train_tf = transforms.Compose([transforms.RandomCrop(32), transforms.ToTensor()])
                 val_tf = transforms.Compose([transforms.ToTensor()])
+            """,
+        ),
+        Example(
+            before="""
+                from torchvision import transforms
+                tf = transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda t: (t * 2) - 1)])
+            """,
+            after="""
+                from torchvision import transforms
+                tf = transforms.Compose([transforms.ToTensor()])
             """,
         ),
     )
@@ -181,7 +194,7 @@ class DropInputNormalization(Operator):
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
         if isinstance(node, cst.Call):
-            holder = transform_list(node, ctx)
+            holder = transform_list(node, ctx) or scaling_lambda_list(node, ctx)
             if holder is None:
                 return self._named(node, ctx)
             if pipeline_role(holder, ctx) == "eval":

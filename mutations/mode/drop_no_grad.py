@@ -11,6 +11,7 @@ from mutator.semantics import (
     dedented_body,
     disables_grad,
     dotted_name,
+    function_role,
     is_model,
     method_name,
     receiver,
@@ -61,6 +62,9 @@ def _runs_forward(root: cst.CSTNode, ctx: Context) -> bool:
             return True
         if any(is_model(arg.value, ctx) for arg in call.args):  # type: ignore[attr-defined]
             return True
+        evaluation = _callee(call, ctx)  # type: ignore[arg-type]
+        if evaluation is not None and function_role(evaluation, ctx) == "eval":
+            return True  # ``self._eval_step(batch)``: the script's own evaluation step
     return False
 
 

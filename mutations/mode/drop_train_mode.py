@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.mode._restore import saved_mode_restore
 from mutations.mode._shared import (
     mode_blind,
     model_mode_statement,
@@ -11,7 +12,7 @@ from mutations.mode._shared import (
     train_mode_restored_later,
 )
 from mutator.context import Context
-from mutator.operator import Example, NonSite, Replacement, Swap
+from mutator.operator import Edits, Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     code_of,
     drives_training,
@@ -62,7 +63,10 @@ class DropTrainMode(Swap):
     module, or built with a dropout probability that defaults to 0) is assumed to read
     the mode; on the issue-22 corpus that made 8 of 18 mutants equivalent
     (x-transformers, diffusion U-Nets, TinyVGG, GPT-2 loaded with ``drop_rate`` 0.0). Fix: call
-    ``model.train()`` at the start of every training epoch (or training step). Check:
+    ``model.train()`` at the start of every training epoch (or training step). Where the
+    ``train()`` is an evaluation helper's restore of a saved mode (``training =
+    model.training`` ... ``if training: model.train()``), the save goes too: the helper
+    never restores the mode it found (wkentaro/pytorch-fcn@d10dd30). Check:
     assert ``model.training`` inside the training step, or log the fraction of training
     forwards run in eval mode (a forward hook reading ``module.training``).
     """
@@ -126,6 +130,21 @@ class DropTrainMode(Swap):
                     m.eval()
             """,
         ),
+        Example(  # an evaluation helper that restores the mode it found
+            before="""
+                def validate(model, loader):
+                    training = model.training
+                    model.eval()
+                    evaluate(model, loader)
+                    if training:
+                        model.train()
+            """,
+            after="""
+                def validate(model, loader):
+                    model.eval()
+                    evaluate(model, loader)
+            """,
+        ),
     )
     non_examples = (
         # No eval() anywhere: the model is in training mode anyway.
@@ -185,3 +204,10 @@ class DropTrainMode(Swap):
         if train_mode_restored_later(node, ctx):
             return NonSite("equivalent: the loop calls train() again before its next training step")
         return cst.RemoveFromParent()
+
+    def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:
+        edits = super().plan(node, ctx)
+        if not isinstance(edits, dict):
+            return edits
+        model = code_of(switched_model(model_mode_statement(node, ctx, "train"), ctx)[0])  # type: ignore[arg-type]
+        return saved_mode_restore(node, model, ctx) or edits

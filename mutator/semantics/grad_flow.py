@@ -186,3 +186,8 @@ def feeds_training(block: cst.With | cst.FunctionDef, ctx: Context) -> bool:
         return True
     inner = block if isinstance(block, cst.FunctionDef) else ctx.enclosing_function(block)
     return _returned_to_training(inner, bound, ctx)
+
+
+# The same by-name flow, for operators that ask what the backwarded loss is computed from.
+dependencies = _dependencies
+closure = _closure
