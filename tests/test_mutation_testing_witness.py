@@ -390,3 +390,55 @@ def test_a_model_traced_under_the_probes_traces_as_without_them() -> None:
         assert observed.facts()["first_batch"] == 5  # the traced model's training forward
     finally:
         observed.remove()
+
+
+def test_tests_that_fail_with_the_probes_run_without_them_and_say_so(tmp_path: Path) -> None:
+    """A test that inspects torch's functions sees the probes' wrappers: the baseline fails
+    with them and passes without, so the session runs without them, with a note, and every
+    mutant is counted by its exit status (witness not checked), never silently."""
+    project = tmp_path / "inspects"
+    (project / "pkg").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "train.py").write_text(STEP)
+    (project / "tests" / "test_step.py").write_text(
+        "import torch\n"
+        "from pkg.train import step\n\n\n"
+        "def test_backward_is_torchs_own():\n"
+        "    assert not hasattr(torch.autograd.backward, '__wrapped__')\n"
+        "    model = torch.nn.Linear(2, 1)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    step(model, optimizer, model(torch.ones(3, 2)).sum())\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.cli",
+            "test",
+            "--mutate",
+            "pkg/train.py",
+            "--operators",
+            "drop_zero_grad",
+            "--workers",
+            "1",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report_text = (project / "results" / "mutation-testing" / "mutation-report.md").read_text()
+    assert "the tests fail with the witness probes installed" in report_text
+    assert "test_backward_is_torchs_own" in report_text
+    with open(project / "results" / "mutation-testing" / "mutants.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["status"], row["witness_state"]) == ("survived", "unknown")
+    assert done.stdout.strip().splitlines()[-1].endswith("witness not checked for 1")

@@ -24,9 +24,10 @@ from experiments.stillborn import Raised, is_stillborn
 
 STATUSES = ("killed", "survived", "unconfirmed", "timeout", "stillborn", "unreached")
 SCORED = ("killed", "survived")
-# A run of a command other than pytest records no witness facts: its kill or survival
-# stands as the exit status says, and the row says the witness was not checked.
-NOT_OBSERVED = "witness not checked: the command is not pytest (facts are recorded per test)"
+# A run that records no witness facts (a command other than pytest; tests that fail with
+# the probes in): its kill or survival stands as the exit status says, and the row says
+# the witness was not checked.
+NOT_OBSERVED = "witness not checked: the run recorded no facts (see the notes)"
 
 
 @dataclass

@@ -73,13 +73,13 @@ def summary_line(rows: Sequence[Row]) -> str:
         kinds = ", ".join(f"{kind} {count}" for kind, count in crashes.most_common())
         parts[0] += f" ({sum(crashes.values())} by a crash, no test's verdict: {kinds})"
     tail = f"{len(rows)} mutants"
-    passed = counts["survived"] + sum(
-        row.status == "unconfirmed" and not failed_anyway(row) for row in rows
-    )
+    # Of the mutants no test caught, those whose bug ran (checked: confirmed survivors)
+    ran = sum(row.status == "survived" and row.witness_state == "confirmed" for row in rows)
+    passed = ran + sum(row.status == "unconfirmed" and not failed_anyway(row) for row in rows)
     if passed:
         tail += (
-            f"; of the {passed} no test caught, {counts['survived']} ran their bug "
-            f"under the tests and {passed - counts['survived']} did not (unconfirmed)"
+            f"; of the {passed} no test caught, {ran} ran their bug "
+            f"under the tests and {passed - ran} did not (unconfirmed)"
         )
     unchecked = sum(row.witness_state == "unknown" for row in rows)
     if unchecked:

@@ -107,6 +107,8 @@ def run(
                     store.put_baseline(base_key, base)
                 outcome.baseline = base
                 outcome.notes += baseline_notes(base)
+                if base.get("witness_off") or not options.command.is_pytest:
+                    setting.witness = False  # nothing to compare a run's facts with
                 # closing: on Ctrl-C or SIGTERM the generator's own cleanup (the warm
                 # project's server, the runs' private copies) runs now, not at collection
                 running = _run_all(options, setting, pool, base, todo, outcome.notes)
@@ -249,6 +251,13 @@ def _run_pending(
 def baseline_notes(base: dict[str, Any]) -> list[str]:
     """One line per thing the baseline could not record, or turned off, and what follows."""
     notes = list(base.get("turned_off") or [])
+    if base.get("lines") is None:
+        notes.append(
+            "the command is not pytest: no witness is recorded (its facts are kept per "
+            "pytest test), so every mutant is counted by the command's exit status"
+        )
+    if base.get("witness_off"):
+        notes.append(base["witness_off"])
     if base.get("spawned"):
         notes.append(
             "the tests start processes (" + ", ".join(base["spawned"][:3]) + "): lines "
