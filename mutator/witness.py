@@ -79,6 +79,7 @@ FACTS: dict[str, tuple[str, str]] = {
     "optimizers": ("count", "optimizers that stepped"),
     "optimizer_state": ("count", "optimizer state entries at each optimizer's first step"),
     "clip_active": ("count", "gradient clipping calls that cut the gradient"),
+    "clip_cut_at": ("value", "the threshold of the first gradient clipping that cut"),
     "scaler_scale": ("count", "GradScaler.scale calls (enabled scaler)"),
     "scaler_unscale": ("count", "GradScaler.unscale_ calls (enabled scaler)"),
     "module_loads": ("count", "module load_state_dict calls"),

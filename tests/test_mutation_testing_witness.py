@@ -442,3 +442,37 @@ def test_tests_that_fail_with_the_probes_run_without_them_and_say_so(tmp_path: P
         (row,) = list(csv.DictReader(handle))
     assert (row["status"], row["witness_state"]) == ("survived", "unknown")
     assert done.stdout.strip().splitlines()[-1].endswith("witness not checked for 1")
+
+
+def _clipped(max_norm: float) -> dict:
+    from experiments.harness import observe
+
+    observed = observe.install()
+    try:
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(torch.ones(8, 4)), torch.full((8, 2), 9.0)).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            optimizer.step()
+        return observed.facts()
+    finally:
+        observed.remove()
+
+
+def test_a_clipping_threshold_scaled_where_every_step_is_cut_shows() -> None:
+    """stable-baselines3 clips every step at max_norm 0.5; scaled by 0.01 it still cuts
+    every step (clip_active is the same), to a gradient 100x smaller: the threshold of the
+    cuts is the witness there."""
+    from experiments.witness import decide, operator_parts
+
+    reference, scaled = _clipped(0.5), _clipped(0.005)
+    assert reference["clip_active"] == scaled["clip_active"] == 3
+    assert (reference["clip_cut_at"], scaled["clip_cut_at"]) == (0.5, 0.005)
+    parts = operator_parts(["clip_norm_scaled"], [{}])
+    run = {"status": "ok", "seed": 0, "witness": scaled}
+    assert decide(parts, run, {"status": "ok", "witness": reference}).state == "confirmed"
+    same = {"status": "ok", "witness": reference}
+    assert decide(parts, {**run, "witness": reference}, same).state == "unconfirmed"

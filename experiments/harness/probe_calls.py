@@ -3,8 +3,10 @@
 - the dropout functions of ``torch.nn.functional`` (``nn.Dropout`` and attention call
   them): whether a forward dropped anything, and with which ``p``;
 - ``clip_grad_norm_`` / ``clip_grad_value_``: called before this step's backward, the
-  threshold, and whether it cut the gradient (``clip_grad_norm_``'s returned total norm
-  above ``max_norm``; a value clip counts as cutting, unmeasured);
+  threshold, whether it cut the gradient (``clip_grad_norm_``'s returned total norm
+  above ``max_norm``; a value clip counts as cutting, unmeasured), and the threshold of the
+  first clip that cut (``clip_cut_at``: a threshold scaled where every step is cut anyway
+  cuts as often, but to another size);
 - ``GradScaler.scale`` / ``unscale_`` of an enabled scaler (a disabled one does nothing);
 - ``nn.Module.load_state_dict``: how often, and whether the tensors loaded are the module's
   own (a "best" state kept without a copy restores nothing);
@@ -97,12 +99,15 @@ def _clip(probes: Probes, original: Callable[..., Any], norm: bool) -> Callable[
         result = original(*args, **kwargs)
         if not norm or not isinstance(limit, (int, float)):
             probes.counts["clip_active"] += 1
+            probes.cut_at(limit)
         elif isinstance(result, _Tensor):
             cut = result.detach() > limit
             if cut.is_cpu:
-                probes.counts["clip_active"] += int(cut)
+                if cut:
+                    probes.counts["clip_active"] += 1
+                    probes.cut_at(limit)
             elif len(probes.clip_pending) < 4096:
-                probes.clip_pending.append(cut)
+                probes.clip_pending.append((cut, float(limit)))
         return result
 
     return clip
