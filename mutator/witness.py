@@ -83,6 +83,7 @@ FACTS: dict[str, tuple[str, str]] = {
     "scaler_scale": ("count", "GradScaler.scale calls (enabled scaler)"),
     "scaler_unscale": ("count", "GradScaler.unscale_ calls (enabled scaler)"),
     "module_loads": ("count", "module load_state_dict calls"),
+    "optimizer_loads": ("count", "optimizer load_state_dict calls of a state holding something"),
     "optimizer.class": ("value", "the optimizer's class at its first step"),
     "optimizer.lr": ("value", "the learning rate at the optimizer's first step"),
     "optimizer.weight_decay": ("value", "the weight decay at the optimizer's first step"),

@@ -476,3 +476,32 @@ def test_a_clipping_threshold_scaled_where_every_step_is_cut_shows() -> None:
     assert decide(parts, run, {"status": "ok", "witness": reference}).state == "confirmed"
     same = {"status": "ok", "witness": reference}
     assert decide(parts, {**run, "witness": reference}, same).state == "unconfirmed"
+
+
+def test_an_optimizer_state_left_unloaded_shows_without_a_step() -> None:
+    """pytorch-accelerated's round-trip test saves, reloads and compares the optimizer's
+    state, with no step after: the load itself is the witness there."""
+    from experiments.harness import observe
+    from experiments.witness import decide, operator_parts
+
+    def resume(load: bool) -> dict:
+        observed = observe.install()
+        try:
+            model = nn.Linear(2, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            model(torch.ones(3, 2)).sum().backward()
+            optimizer.step()
+            saved = optimizer.state_dict()
+            fresh = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            fresh.load_state_dict(fresh.state_dict())  # an empty state: not counted
+            if load:
+                fresh.load_state_dict(saved)
+            return observed.facts()
+        finally:
+            observed.remove()
+
+    loaded, skipped = resume(True), resume(False)
+    assert (loaded["optimizer_loads"], skipped["optimizer_loads"]) == (1, 0)
+    parts = operator_parts(["resume_without_optimizer_state"], [{}])
+    verdict = decide(parts, {"status": "ok", "witness": skipped}, {"witness": loaded})
+    assert verdict.state == "confirmed" and "1" in verdict.text

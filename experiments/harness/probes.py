@@ -89,7 +89,15 @@ class Probes:
         self.dropout_p: set[float] = set()
         self.backward_since_step = False
         self.counts = dict.fromkeys(
-            ("clip_active", "clip_calls", "scaler_scale", "scaler_unscale", "module_loads"), 0
+            (
+                "clip_active",
+                "clip_calls",
+                "scaler_scale",
+                "scaler_unscale",
+                "module_loads",
+                "optimizer_loads",
+            ),
+            0,
         )
         self.clip_max: float | None = None
         self.clip_cut_at: float | None = None  # the threshold of the first clip that cut
