@@ -505,3 +505,46 @@ def test_an_optimizer_state_left_unloaded_shows_without_a_step() -> None:
     parts = operator_parts(["resume_without_optimizer_state"], [{}])
     verdict = decide(parts, {"status": "ok", "witness": skipped}, {"witness": loaded})
     assert verdict.state == "confirmed" and "1" in verdict.text
+
+
+def test_a_loss_term_rebuilt_from_item_shows_in_the_parameters_it_no_longer_reaches() -> None:
+    """stable-baselines3's value loss rebuilt from ``.item()`` beside the policy loss: the
+    step still has gradients (no empty step), but the value head gets none."""
+    from experiments.harness import observe
+    from experiments.witness import decide, operator_parts
+
+    class TwoHeads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body, self.policy, self.value = nn.Linear(3, 4), nn.Linear(4, 2), nn.Linear(4, 1)
+
+        def forward(self, x):
+            hidden = self.body(x)
+            return self.policy(hidden), self.value(hidden)
+
+    def train(from_item: bool) -> dict:
+        observed = observe.install()
+        try:
+            torch.manual_seed(0)
+            model = TwoHeads()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            logits, value = model(torch.ones(5, 3))
+            value_loss = nn.functional.mse_loss(value, torch.zeros(5, 1))
+            if from_item:
+                value_loss = torch.tensor(value_loss.item(), requires_grad=True)
+            optimizer.zero_grad()
+            (logits.sum() + value_loss).backward()
+            optimizer.step()
+            return observed.facts()
+        finally:
+            observed.remove()
+
+    mutant, reference = train(True), train(False)
+    assert (mutant["empty_steps"][0], mutant["no_grad_params"], reference["no_grad_params"]) == (
+        0,
+        2,
+        0,
+    )
+    parts = operator_parts(["loss_from_item"], [{}])
+    verdict = decide(parts, {"status": "ok", "witness": mutant}, {"witness": reference})
+    assert verdict.state == "confirmed"
