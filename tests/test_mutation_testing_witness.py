@@ -214,6 +214,32 @@ def test_which_tests_drew_the_same_random_numbers(mine, theirs, expected) -> Non
     assert randomness.comparable(mine, theirs) == expected
 
 
+def test_a_replayed_state_draws_what_the_baseline_drew() -> None:
+    """The states a test started from, encoded as the baseline keeps them and put back,
+    give the same draws; the seed wrappers do not see the restore as a seed."""
+    import numpy as np
+
+    from experiments.mutation_testing import replay
+
+    seeds = randomness.Seeds()
+    seeds.install()
+    try:
+        seeds.start()
+        drawn = (torch.rand(3), random.random(), np.random.rand(2))
+        record = seeds.record()
+        assert set(record["replay"]) == {"torch", "random", "numpy"}
+        torch.rand(7), random.random(), np.random.rand(5)  # elsewhere now
+        state = json.loads(json.dumps(record["replay"]))  # as the baseline stores it
+        replay.restore(state)
+        seeds.start()
+        again = (torch.rand(3), random.random(), np.random.rand(2))
+        assert seeds.seeds == [] and seeds.record()["start"] == record["start"]
+    finally:
+        seeds.remove()
+    assert torch.equal(drawn[0], again[0]) and drawn[1] == again[1]
+    assert (drawn[2] == again[2]).all()
+
+
 def test_the_seed_wrappers_record_what_a_test_seeds_and_come_off() -> None:
     original = torch.manual_seed
     seeds = randomness.Seeds()
@@ -295,8 +321,10 @@ EXPECTED = {
     "fit_regression::scale_lr#0": ("killed", "confirmed", "True"),
     "fit_tagger::change_batch_size#0": ("stillborn", "stillborn", "True"),
     "fit_classifier::drop_zero_grad#0": ("survived", "confirmed", "True"),
-    # its test does not seed: the losses cannot be compared with the baseline's
-    "fit_classifier::softmax_before_cross_entropy#0": ("unconfirmed", "unconfirmed", "True"),
+    # its test does not seed torch: it gets the baseline's random state back (replay)
+    "fit_classifier::softmax_before_cross_entropy#0": ("survived", "confirmed", "True"),
+    # its test's noise comes from the system's entropy: the losses cannot be compared
+    "fit_noisy::softmax_before_cross_entropy#0": ("unconfirmed", "unconfirmed", "True"),
 }
 
 
@@ -347,8 +375,10 @@ def test_the_witness_decides_in_warm_runs_and_in_a_cold_child(tmp_path: Path) ->
     assert crash["crash"] == "OverflowError" and crash["witness"].startswith("undeclared:")
     assert "Expected hidden size" in rows["fit_tagger::change_batch_size#0"]["witness"]
     assert "no effect on this model" in rows["fit::drop_train_mode#0"]["witness"]
-    unseeded = rows["fit_classifier::softmax_before_cross_entropy#0"]["witness"]
-    assert unseeded.startswith("unconfirmed (randomness not seeded)")
+    replayed = rows["fit_classifier::softmax_before_cross_entropy#0"]["witness"]
+    assert "losses differ" in replayed
+    unseeded = rows["fit_noisy::softmax_before_cross_entropy#0"]["witness"]
+    assert unseeded.startswith("unconfirmed (randomness not seeded): the test draws NumPy")
     assert rows["predict::drop_no_grad#0"]["ran_bug"] == (
         "tests/test_train.py::test_fit_returns_finite_losses"
     )

@@ -87,7 +87,8 @@ def run(spec: dict[str, Any]) -> int:
         recorder = LineRecorder(target["real"] for target in spec["record"])
         watch = Watch(recorder, spec["record"], workdir)
         sys.addaudithook(watch.audit)
-    facts = TestFacts(spec.get("witness_tests")) if spec.get("witness") else None
+    witness = spec.get("witness")
+    facts = TestFacts(spec.get("witness_tests"), spec.get("witness_replay")) if witness else None
     observer = Observer(spec.get("selection"), aliases, recorder, facts)
     import pytest
 

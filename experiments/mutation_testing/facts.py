@@ -5,7 +5,9 @@ before the project is imported (in a cold child before ``pytest.main``; in the w
 project's server before it imports and collects, so that its runs inherit them), with the
 seed wrappers of ``randomness``. Each test then starts from empty facts (``reset``: the
 installed wrappers stay those the project's modules bound) and ends with its own record:
-the facts and what it did with randomness. What ran before the first test (a test
+the facts and what it did with randomness; a test that drew unseeded random numbers in
+the baseline gets the baseline's random state back first (``replay``). What ran before
+the first test (a test
 module's top level, in a cold child) is kept as the pseudo-test ``COLLECTION``.
 
 A test in which nothing was observed (no forward, loss, backward or step: most tests of a
@@ -20,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from experiments.mutation_testing.randomness import Seeds
+from experiments.mutation_testing.replay import restore
 
 COLLECTION = "<collection>"
 
@@ -27,7 +30,9 @@ COLLECTION = "<collection>"
 class TestFacts:
     __test__ = False  # not a test class, whatever pytest collects
 
-    def __init__(self, keep: Iterable[str] | None = None) -> None:
+    def __init__(
+        self, keep: Iterable[str] | None = None, replay: dict[str, Any] | None = None
+    ) -> None:
         from experiments.harness import observe
 
         self.observed = observe.install()
@@ -36,12 +41,14 @@ class TestFacts:
         self.seeds.install()
         self.seeds.start()
         self.keep = None if keep is None else set(keep)
+        self.replay = replay or {}  # test -> the baseline's random states at its start
         self.tests: dict[str, dict[str, Any]] = {}
         self.started = False
 
-    def restart(self, keep: Iterable[str] | None) -> None:
+    def restart(self, keep: Iterable[str] | None, replay: dict[str, Any] | None = None) -> None:
         """A warm project's run: what the server did while collecting is not this run's."""
         self.keep = None if keep is None else set(keep)
+        self.replay = replay or {}
         self.tests = {}
         self.started = True
 
@@ -50,6 +57,8 @@ class TestFacts:
             self.started = True
             self._keep(COLLECTION)
         self.observed.reset()
+        if test in self.replay:  # as it started in the baseline (``replay``)
+            restore(self.replay[test])
         self.seeds.start()
 
     def end(self, test: str) -> None:

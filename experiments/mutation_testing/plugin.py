@@ -98,6 +98,7 @@ class Observer:
         selection: list[str] | None,
         aliases: Mapping[str, str],
         witness_tests: list[str] | None = None,
+        replay: dict[str, Any] | None = None,
     ) -> None:
         """A warm project's run (``server``): the collection is the server's; what this
         run records starts empty."""
@@ -105,7 +106,7 @@ class Observer:
         self.aliases = {os.path.realpath(path): name for path, name in aliases.items()}
         self.failed, self.errors, self.durations = [], [], {}
         if self.facts is not None:
-            self.facts.restart(witness_tests)
+            self.facts.restart(witness_tests, replay)
 
     def select(self, session: pytest.Session) -> None:
         """Keep the selected tests of the server's collection, in its order."""

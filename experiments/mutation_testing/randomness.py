@@ -13,8 +13,10 @@ restored with ``set_rng_state``/``setstate``/``set_state``, as pytest-randomly d
 seed drawn from the system's entropy, ``torch.seed()`` or ``np.random.default_rng()``
 without a seed, is recorded as no seed at all). A generator is comparable when the test
 did not use it in either run (its state unchanged), started from the same state, or set
-the same seeds. ``comparable`` says which generator is not, and the witness decision then
-leaves the values out (``verdict``): it says so, it does not guess.
+the same seeds. A test that used a generator it did not seed has its state put back in a
+mutant's run (``replay``), so it starts the same; ``comparable`` says which generator
+still is not, and the witness decision then leaves the values out (``verdict``): it says
+so, it does not guess.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from collections.abc import Callable, Mapping
 from functools import wraps
 from typing import Any
 
+from experiments.mutation_testing import replay
+
 MAX_SEEDS = 8  # seeds kept per test
 # ``numpy_local``: generators made with ``np.random.default_rng()`` and no seed.
 GENERATORS = ("torch", "random", "numpy", "numpy_local")
@@ -34,6 +38,13 @@ RANDOM_FACTS = frozenset(
     {"targets", "train_inputs", "eval_inputs", "losses", "eval_outputs", "clip_active"}
 )
 ENTROPY = None  # a seed drawn from the system: never the same twice
+# How a report names each generator.
+WORDS = {
+    "torch": "torch's",
+    "random": "random's",
+    "numpy": "NumPy's",
+    "numpy_local": "NumPy (default_rng() without a seed)",
+}
 _SKIP = object()  # a call that sets no global generator (a seeded local one)
 
 
@@ -43,6 +54,7 @@ class Seeds:
     def __init__(self) -> None:
         self.seeds: list[list[Any]] = []
         self.start_state: dict[str, int] = {}
+        self.full: dict[str, Any] = {}
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
@@ -88,10 +100,22 @@ class Seeds:
     def start(self) -> None:
         self.seeds = []
         self.start_state = states()
+        self.full = replay.capture()
 
     def record(self) -> dict[str, Any]:
-        """What the test did with randomness: states at its start and end, its seeds."""
-        return {"start": self.start_state, "end": states(), "seeds": list(self.seeds)}
+        """What the test did with randomness: states at its start and end, its seeds, and
+        (``replay``) the start states of the generators it used without seeding them."""
+        end = states()
+        seeded = {seed[0] for seed in self.seeds}
+        unseeded = {
+            generator
+            for generator, value in self.start_state.items()
+            if end.get(generator) != value and generator not in seeded
+        }
+        found = {"start": self.start_state, "end": end, "seeds": list(self.seeds)}
+        if unseeded:
+            found["replay"] = replay.encode(self.full, unseeded)
+        return found
 
 
 def states() -> dict[str, int]:

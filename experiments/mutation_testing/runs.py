@@ -102,6 +102,7 @@ def pytest_spec(
         "autoload": autoload,
         "witness": setting.witness,
         "witness_tests": witness_tests,
+        "witness_replay": None,  # test -> random states to restore (``replay``)
     }
     if job is not None:
         spec["mutant"] = {

@@ -147,7 +147,9 @@ class Server:
             paths = [os.path.join(shared, mutant["name"]), *mutant["paths"]]
             aliases = {path: mutant["name"] for path in paths}
             self.counters, self.probed = _put_in(mutant, paths, self.functions)
-        observer.restart(spec.get("selection"), aliases, spec.get("witness_tests"))
+        observer.restart(
+            spec.get("selection"), aliases, spec.get("witness_tests"), spec.get("witness_replay")
+        )
         observer.select(session)
 
     def result(self, observer: Observer, exit_code: int) -> dict[str, Any]:

@@ -215,6 +215,7 @@ def _run_pending(
             timeout = deadline(base, chosen.tests, options.timeout_factor)
             plugins = base.get("plugins")
             spec = runs.pytest_spec(setting, prepared, job, chosen.tests, None, plugins)
+            spec["witness_replay"] = replays(base, chosen.tests) if setting.witness else None
             warm = bool(swappable and project and project.start_run(pool, number, timeout, spec))
             if not warm:
                 runs.start(
@@ -246,6 +247,19 @@ def _run_pending(
                 warm=warm,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
+
+
+def replays(base: dict[str, Any], tests: list[str] | None) -> dict[str, Any]:
+    """The baseline's random states at the start of each of ``tests`` (None: all) that
+    drew unseeded random numbers, for the run to put back (``replay``)."""
+    recorded = (base.get("witness") or {}).get("tests") or {}
+    wanted = recorded if tests is None else tests
+    found = {}
+    for test in wanted:
+        state = ((recorded.get(test) or {}).get("random") or {}).get("replay")
+        if state:
+            found[test] = state
+    return found
 
 
 def baseline_notes(base: dict[str, Any]) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from experiments.mutation_testing.discovery import Job
 from experiments.mutation_testing.facts import COLLECTION
-from experiments.mutation_testing.randomness import RANDOM_FACTS, comparable
+from experiments.mutation_testing.randomness import RANDOM_FACTS, WORDS, comparable
 from experiments.witness import CONFIRMED, STILLBORN, UNCONFIRMED, Verdict, decide, operator_parts
 
 UNKNOWN = "unknown"
@@ -142,8 +142,8 @@ def _test_verdict(
         return Verdict(
             UNCONFIRMED,
             "unseeded",
-            f"unconfirmed (randomness not seeded): the test draws {unseeded} random numbers "
-            "it does not seed, so its values cannot be compared with the baseline's"
+            f"unconfirmed (randomness not seeded): the test draws {WORDS.get(unseeded, unseeded)} random "
+            "numbers it does not seed, so its values cannot be compared with the baseline's"
             + (f"; it crashed ({run['exc_type']})" if run["status"] == "crash" else ""),
         )
     return _reworded(verdict)

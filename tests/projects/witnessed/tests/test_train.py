@@ -1,11 +1,12 @@
 import math
 
+import numpy as np
 import torch
 from torch import nn
-
 from wit.train import (
     fit,
     fit_classifier,
+    fit_noisy,
     fit_regression,
     fit_tagger,
     make_data,
@@ -52,3 +53,10 @@ def test_classifier_runs():
     # state happens to be, which depends on the tests that ran before this one.
     x = torch.randn(32, 4)
     fit_classifier(x, (x[:, 0] > 0).long())
+
+
+def test_noisy_classifier_runs():
+    # Noise from a generator seeded by the system: other numbers in every session.
+    noise = np.random.default_rng().normal(size=(32, 4)).astype("float32")
+    x = torch.randn(32, 4, generator=torch.Generator().manual_seed(0))
+    fit_noisy(x + torch.from_numpy(noise), (x[:, 0] > 0).long())

@@ -90,3 +90,15 @@ def fit_classifier(x: torch.Tensor, y: torch.Tensor, steps: int = 10) -> nn.Modu
         loss.backward()
         optimizer.step()
     return model
+
+
+def fit_noisy(x: torch.Tensor, y: torch.Tensor, steps: int = 10) -> nn.Module:
+    """The classifier on inputs with noise added (the noise drawn by the caller)."""
+    model = nn.Linear(x.shape[1], 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        logits = model(x)
+        nn.functional.cross_entropy(logits, y).backward()
+        optimizer.step()
+    return model
