@@ -379,6 +379,8 @@ def test_the_witness_decides_in_warm_runs_and_in_a_cold_child(tmp_path: Path) ->
     assert "losses differ" in replayed
     unseeded = rows["fit_noisy::softmax_before_cross_entropy#0"]["witness"]
     assert unseeded.startswith("unconfirmed (randomness not seeded): the test draws NumPy")
+    notes = (project / "results" / "mutation-testing" / "mutation-report.md").read_text()
+    assert "ran once more on the unmutated project" in notes
     assert rows["predict::drop_no_grad#0"]["ran_bug"] == (
         "tests/test_train.py::test_fit_returns_finite_losses"
     )
@@ -578,3 +580,27 @@ def test_a_loss_term_rebuilt_from_item_shows_in_the_parameters_it_no_longer_reac
     parts = operator_parts(["loss_from_item"], [{}])
     verdict = decide(parts, {"status": "ok", "witness": mutant}, {"witness": reference})
     assert verdict.state == "confirmed"
+
+
+def test_facts_that_change_between_two_unmutated_runs_are_left_out() -> None:
+    """A value that differs between two runs of the unmutated test (entropy inside a
+    library, timing) cannot show a mutant: said so, never counted."""
+    from experiments.mutation_testing import stability
+    from experiments.mutation_testing.selection import Selection
+
+    job = _job(
+        "softmax_before_cross_entropy",
+        "import torch\n"
+        "def f(logits, y):\n"
+        "    return torch.nn.functional.cross_entropy(logits, y)\n",
+    )
+    run = _run({"t::a": _facts(0, (1.0, 0.9))})
+    shaky = {**BASELINE, stability.UNSTABLE: {"t::a": ["losses"]}}
+    found = judge(job, run, shaky)
+    assert found.status == "unconfirmed"
+    assert found.witness.startswith("unconfirmed (values change from run to run): this test's")
+    assert judge(_job(), _run({"t::a": _facts(2)}), shaky).status == "survived"  # a count
+    # Only tests with values, selected by a mutant, not repeated before, are repeated.
+    chosen = [Selection(["t::a", "t::quiet"], ""), Selection([], "")]
+    assert stability.needed(BASELINE, chosen) == ["t::a"]
+    assert stability.needed({**BASELINE, stability.REPEATED: ["t::a"]}, chosen) == []

@@ -66,3 +66,16 @@ def restore(encoded: dict[str, Any]) -> None:
         name, keys, position, has_gauss, gauss = encoded["numpy"]
         array = numpy.frombuffer(base64.b64decode(keys), dtype=numpy.uint32).copy()
         numpy.random.mtrand._rand.set_state((name, array, position, has_gauss, gauss))
+
+
+def for_tests(base: dict[str, Any], tests: list[str] | None) -> dict[str, Any]:
+    """The baseline's random states at the start of each of ``tests`` (None: all) that
+    drew unseeded random numbers, for the run to put back (``replay``)."""
+    recorded = (base.get("witness") or {}).get("tests") or {}
+    wanted = recorded if tests is None else tests
+    found = {}
+    for test in wanted:
+        state = ((recorded.get(test) or {}).get("random") or {}).get("replay")
+        if state:
+            found[test] = state
+    return found

@@ -146,9 +146,11 @@ def start(
     record: list[Target] | None = None,
     plugins: list[str] | None = None,
     witness_tests: list[str] | None = None,
+    replay: dict[str, Any] | None = None,
 ) -> None:
     """Start the run: pytest in a fork (or a new interpreter), any other command as it is."""
     spec = pytest_spec(setting, prepared, job, selection, record, plugins, witness_tests)
+    spec["witness_replay"] = replay
     if setting.command.is_pytest:
         start_pytest(pool, key, timeout_s, spec, setting.fresh)
         return

@@ -23,7 +23,7 @@ from typing import Any
 from experiments.harness import reaper, workdir
 from experiments.mutation_testing import baseline as baseline_run
 from experiments.mutation_testing import cache as caching
-from experiments.mutation_testing import hotswap, runs
+from experiments.mutation_testing import hotswap, runs, stability
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
 from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
@@ -34,6 +34,7 @@ from experiments.mutation_testing.outcome import (
     failure_kinds,
     row_for,
 )
+from experiments.mutation_testing.replay import for_tests
 from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
 from experiments.mutation_testing.warm import WarmProject, ready_timeout, verify
 
@@ -109,6 +110,9 @@ def run(
                 outcome.notes += baseline_notes(base)
                 if base.get("witness_off") or not options.command.is_pytest:
                     setting.witness = False  # nothing to compare a run's facts with
+                else:
+                    outcome.notes += _repeat(options, setting, pool, base, todo)
+                    store.put_baseline(base_key, base)
                 # closing: on Ctrl-C or SIGTERM the generator's own cleanup (the warm
                 # project's server, the runs' private copies) runs now, not at collection
                 running = _run_all(options, setting, pool, base, todo, outcome.notes)
@@ -126,6 +130,20 @@ def run(
     outcome.rows = [rows[job.identity] for job in jobs]
     outcome.wall_s = time.monotonic() - started
     return outcome
+
+
+def _repeat(
+    options: Options, setting: runs.Setting, pool: Pool, base: dict[str, Any], jobs: list[Job]
+) -> list[str]:
+    """The unmutated tests the mutants will run, once more, for the facts that change from
+    run to run (``stability``); kept in ``base``."""
+    every = [Selection(EVERY_TEST, "all")]
+    chosen = [select(job, base) for job in jobs] if options.select_tests else every
+    wanted = stability.needed(base, chosen)
+    if not wanted:
+        return stability.notes(base)
+    timeout = deadline(base, wanted, options.timeout_factor)
+    return stability.repeat(setting, pool, base, wanted, timeout)
 
 
 def _run_all(
@@ -215,7 +233,7 @@ def _run_pending(
             timeout = deadline(base, chosen.tests, options.timeout_factor)
             plugins = base.get("plugins")
             spec = runs.pytest_spec(setting, prepared, job, chosen.tests, None, plugins)
-            spec["witness_replay"] = replays(base, chosen.tests) if setting.witness else None
+            spec["witness_replay"] = for_tests(base, chosen.tests) if setting.witness else None
             warm = bool(swappable and project and project.start_run(pool, number, timeout, spec))
             if not warm:
                 runs.start(
@@ -247,19 +265,6 @@ def _run_pending(
                 warm=warm,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
-
-
-def replays(base: dict[str, Any], tests: list[str] | None) -> dict[str, Any]:
-    """The baseline's random states at the start of each of ``tests`` (None: all) that
-    drew unseeded random numbers, for the run to put back (``replay``)."""
-    recorded = (base.get("witness") or {}).get("tests") or {}
-    wanted = recorded if tests is None else tests
-    found = {}
-    for test in wanted:
-        state = ((recorded.get(test) or {}).get("random") or {}).get("replay")
-        if state:
-            found[test] = state
-    return found
 
 
 def baseline_notes(base: dict[str, Any]) -> list[str]:

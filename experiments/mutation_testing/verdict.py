@@ -14,7 +14,8 @@ project does not seed are left out, and the verdict says so: ``randomness``). Th
 - ``survived``: every test passed and the witness fired in at least one: a test gap;
 - ``unconfirmed``: the witness fired in no test (the bug never ran under the tests, had no
   effect on these models, or cannot be compared), whether the tests passed or one failed
-  anyway; with the one-line reason, outside the score.
+  anyway; with the one-line reason, outside the score. Facts that change between two runs
+  of the unmutated test (``stability``) are left out, and said so.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from experiments.mutation_testing.discovery import Job
 from experiments.mutation_testing.facts import COLLECTION
 from experiments.mutation_testing.randomness import RANDOM_FACTS, WORDS, comparable
+from experiments.mutation_testing.stability import UNSTABLE
 from experiments.witness import CONFIRMED, STILLBORN, UNCONFIRMED, Verdict, decide, operator_parts
 
 UNKNOWN = "unknown"
@@ -133,10 +135,10 @@ def _test_verdict(
         text = "unconfirmed (no reference run): the baseline did not run this test"
         return Verdict(UNCONFIRMED, "no_reference", text)
     unseeded = comparable(my_random, their_random) if their_random and my_random else ""
-    if unseeded:
-        for fact in RANDOM_FACTS:
-            facts.pop(fact, None)
-            reference.pop(fact, None)
+    unstable = set((baseline.get(UNSTABLE) or {}).get(test) or ())
+    for fact in (RANDOM_FACTS if unseeded else set()) | unstable:
+        facts.pop(fact, None)
+        reference.pop(fact, None)
     verdict = decide(parts, run, {"status": "ok", "witness": reference})
     if unseeded and verdict.state != CONFIRMED and _uses_randomness(parts):
         return Verdict(
@@ -146,11 +148,26 @@ def _test_verdict(
             "numbers it does not seed, so its values cannot be compared with the baseline's"
             + (f"; it crashed ({run['exc_type']})" if run["status"] == "crash" else ""),
         )
+    shaky = sorted(unstable & _witness_facts(parts))
+    if shaky and verdict.state != CONFIRMED:
+        return Verdict(
+            UNCONFIRMED,
+            "unstable",
+            f"unconfirmed (values change from run to run): this test's {', '.join(shaky)} "
+            "differ between two runs of the unmutated project"
+            + (f"; it crashed ({run['exc_type']})" if run["status"] == "crash" else ""),
+        )
     return _reworded(verdict)
 
 
+def _witness_facts(parts: list) -> set[str]:
+    facts = {fact for cls, _ in parts for fact in cls.witness.facts}
+    # an optimizer setting is read from the "optimizer" fact
+    return facts | {"optimizer" for fact in facts if fact.startswith("optimizer.")}
+
+
 def _uses_randomness(parts: list) -> bool:
-    return any(set(cls.witness.facts) & RANDOM_FACTS for cls, _ in parts)
+    return bool(_witness_facts(parts) & RANDOM_FACTS)
 
 
 def _reworded(verdict: Verdict) -> Verdict:
