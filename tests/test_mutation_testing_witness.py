@@ -46,6 +46,13 @@ def _job(operator: str = "drop_zero_grad", source: str = STEP) -> discovery.Job:
 EMPTY = {"stale_grad": [0, None], "losses": {"n": 0, "chain": "00000000", "at": []}}
 
 
+LOSS = """\
+import torch
+def f(logits, y):
+    return torch.nn.functional.cross_entropy(logits, y)
+"""
+
+
 def _facts(stale: int = 0, losses: tuple = ()) -> dict:
     at = [[index, value] for index, value in enumerate(losses)]
     return {
@@ -158,12 +165,7 @@ def test_a_test_with_nothing_observed_compares_as_empty_and_an_unknown_test_has_
 
 
 def test_values_from_unseeded_randomness_are_left_out_and_said_so() -> None:
-    job = _job(
-        "softmax_before_cross_entropy",
-        "import torch\n"
-        "def f(logits, y):\n"
-        "    return torch.nn.functional.cross_entropy(logits, y)\n",
-    )
+    job = _job("softmax_before_cross_entropy", LOSS)
     run = _run({"t::a": _facts(0, (1.0, 0.9))})
     assert judge(job, run, BASELINE).status == "survived"  # seeded alike: compared
     run["witness"]["tests"]["t::a"]["random"] = {"start": {"torch": 7}, "end": {"torch": 8}}
@@ -588,12 +590,7 @@ def test_facts_that_change_between_two_unmutated_runs_are_left_out() -> None:
     from experiments.mutation_testing import stability
     from experiments.mutation_testing.selection import Selection
 
-    job = _job(
-        "softmax_before_cross_entropy",
-        "import torch\n"
-        "def f(logits, y):\n"
-        "    return torch.nn.functional.cross_entropy(logits, y)\n",
-    )
+    job = _job("softmax_before_cross_entropy", LOSS)
     run = _run({"t::a": _facts(0, (1.0, 0.9))})
     shaky = {**BASELINE, stability.UNSTABLE: {"t::a": ["losses"]}}
     found = judge(job, run, shaky)

@@ -140,24 +140,31 @@ def _test_verdict(
         facts.pop(fact, None)
         reference.pop(fact, None)
     verdict = decide(parts, run, {"status": "ok", "witness": reference})
-    if unseeded and verdict.state != CONFIRMED and _uses_randomness(parts):
-        return Verdict(
-            UNCONFIRMED,
-            "unseeded",
-            f"unconfirmed (randomness not seeded): the test draws {WORDS.get(unseeded, unseeded)} random "
-            "numbers it does not seed, so its values cannot be compared with the baseline's"
-            + (f"; it crashed ({run['exc_type']})" if run["status"] == "crash" else ""),
+    if verdict.state == CONFIRMED:
+        return _reworded(verdict)
+    if unseeded and _uses_randomness(parts):
+        words = WORDS.get(unseeded, unseeded)
+        return _left_out(
+            "randomness not seeded",
+            f"the test draws {words} random numbers it does not seed, so its values cannot "
+            "be compared with the baseline's",
+            run,
         )
     shaky = sorted(unstable & _witness_facts(parts))
-    if shaky and verdict.state != CONFIRMED:
-        return Verdict(
-            UNCONFIRMED,
-            "unstable",
-            f"unconfirmed (values change from run to run): this test's {', '.join(shaky)} "
-            "differ between two runs of the unmutated project"
-            + (f"; it crashed ({run['exc_type']})" if run["status"] == "crash" else ""),
+    if shaky:
+        return _left_out(
+            "values change from run to run",
+            f"this test's {', '.join(shaky)} differ between two runs of the unmutated project",
+            run,
         )
     return _reworded(verdict)
+
+
+def _left_out(reason: str, why: str, run: Mapping[str, Any]) -> Verdict:
+    """Unconfirmed because the facts that could show the witness had to be left out."""
+    crashed = f"; it crashed ({run['exc_type']})" if run["status"] == "crash" else ""
+    key = "unseeded" if reason.startswith("randomness") else "unstable"
+    return Verdict(UNCONFIRMED, key, f"unconfirmed ({reason}): {why}{crashed}")
 
 
 def _witness_facts(parts: list) -> set[str]:
