@@ -330,7 +330,7 @@ EXPECTED = {
 }
 
 
-def _command(project: Path, *argv: str) -> subprocess.CompletedProcess:
+def _command(project: Path, *argv: str, operators: str = OPERATORS) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
@@ -344,7 +344,7 @@ def _command(project: Path, *argv: str) -> subprocess.CompletedProcess:
             "--mutate",
             "wit/train.py",
             "--operators",
-            OPERATORS,
+            operators,
             "--workers",
             "2",
             *argv,
@@ -389,6 +389,21 @@ def test_the_witness_decides_in_warm_runs_and_in_a_cold_child(tmp_path: Path) ->
     summary = done.stdout.strip().splitlines()[-1]
     assert "undeclared OverflowError 1" in summary and "unconfirmed 2" in summary
     assert "unconfirmed, not in the score (" in done.stdout
+
+    # In a cold child too, an unseeded test gets the baseline's random state back.
+    cold = _command(
+        project,
+        "--cold-project",
+        "--out",
+        str(tmp_path / "cold"),
+        operators="softmax_before_cross_entropy",
+    )
+    assert cold.returncode == 0, cold.stderr[-3000:]
+    with open(tmp_path / "cold" / "mutants.csv", newline="") as handle:
+        colds = {row["identity"].split("::", 1)[1]: row for row in csv.DictReader(handle)}
+    assert {row["warm"] for row in colds.values()} == {"False"}
+    for key, row in colds.items():
+        assert (row["status"], row["witness"]) == (rows[key]["status"], rows[key]["witness"])
 
     # A stored result without a witness state (an older trainwreck's) is run again.
     results = project / "results" / "mutation-testing" / "cache" / "results.jsonl"

@@ -236,8 +236,18 @@ def _run_pending(
             spec["witness_replay"] = for_tests(base, chosen.tests) if setting.witness else None
             warm = bool(swappable and project and project.start_run(pool, number, timeout, spec))
             if not warm:
+                replay = spec["witness_replay"]  # a cold child puts them back too
                 runs.start(
-                    setting, pool, number, timeout, prepared, job, chosen.tests, None, plugins
+                    setting,
+                    pool,
+                    number,
+                    timeout,
+                    prepared,
+                    job,
+                    chosen.tests,
+                    None,
+                    plugins,
+                    replay=replay,
                 )
             started[number] = (job, chosen, prepared, warm)
         for finished in pool.wait():
