@@ -72,15 +72,16 @@ def repeat(
         workdir.remove(prepared.workdir)
         raise
     result, _ = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
-    base[REPEATED] = sorted({*(base.get(REPEATED) or []), *tests})
+    ran = (result or {}).get("durations") or {}
+    # Only tests that ran again were learnt about (-x stops at a failure; a timeout)
+    base[REPEATED] = sorted({*(base.get(REPEATED) or []), *(test for test in tests if test in ran)})
     unstable = dict(base.get(UNSTABLE) or {})
     recorded = (base.get("witness") or {}).get("tests") or {}
     again = ((result or {}).get("witness") or {}).get("tests") or {}
     empty = ((result or {}).get("witness") or {}).get("empty") or {}
-    ran = (result or {}).get("durations") or {}
     for test in tests:
         if test not in ran:
-            continue  # not run again (a timeout, -x after a failure): nothing learnt
+            continue
         mine = (again.get(test) or {}).get("facts") or empty
         theirs = (recorded.get(test) or {}).get("facts") or {}
         changed = sorted(key for key in theirs if theirs.get(key) != mine.get(key))
