@@ -17,8 +17,8 @@ column). A test that failed with anything else (the loop crashed under it, or th
 own plumbing broke: the flat loop's stepping driver waits for an ``optimizer.step()`` that
 never comes) killed the mutant for the suite, not for the check: counted apart, with what
 it failed with. Every rate is over the mutants the suite judged, killed + survived, as
-``trainwreck test``'s score is: a timeout, stillborn or unreached mutant says nothing about
-a check and is counted apart.
+``trainwreck test``'s score is: an unconfirmed, timeout, stillborn or unreached mutant says
+nothing about a check and is counted apart.
 
 Results go to DIR (default: ``trainwreck-bench-checks`` in the temporary folder, outside
 the repository: every file of the project is in ``trainwreck test``'s cache key, so one
@@ -47,7 +47,7 @@ from experiments.mutation_testing.report import markdown_table
 REPO = Path(__file__).resolve().parents[1]
 CHECK_FAILED = "CheckFailed"
 JUDGED = ("killed", "survived")
-OTHER_STATUSES = ("timeout", "stillborn", "unreached")
+OTHER_STATUSES = ("unconfirmed", "timeout", "stillborn", "unreached")
 SUMMARY_OPERATORS = 6  # operators named per check in the short table
 
 

@@ -2,6 +2,11 @@
 
     python benchmarks/bench_public_suites.py --checkouts DIR [--projects a,b] [--workers 2]
         [--mutmut-cap 900] [--no-mutmut] [--results DIR] [--json FILE]
+    python benchmarks/bench_public_suites.py --compare BEFORE_RESULTS AFTER_RESULTS
+
+``--compare``: two ``--results`` folders of ``trainwreck test`` runs (two versions of
+trainwreck on the same checkouts): per project, the counts by status in each, and every
+mutant whose status changed, with the later run's witness line.
 
 The projects are pinned in ``benchmarks/public_suites.toml`` (repository, commit, the
 files to mutate, the test command). ``DIR/<name>`` must hold each project's tree at its
@@ -14,7 +19,9 @@ Per project:
 - ``trainwreck test --mutate FILE... --workers W --timeout-factor 10 -- TESTS`` (every
   operator; the factor as in ``bench_checks.py``, for a machine whose load changes): wall time,
   mutants by status, the score, how many runs were forked from the warm project, and the
-  overhead per run (its wall time minus its tests' own time), median and max;
+  overhead per run (its wall time minus its tests' own time), median and max; each
+  survivor and each unconfirmed mutant with its witness line (what ran, or why not: issue
+  28), in the JSON;
 - mutmut 3 on the same files (``only_mutate``) and tests
   (``pytest_add_cli_args_test_selection``), ``--max-children W``, with
   ``OMP_NUM_THREADS=1`` (its forked children otherwise hang on torch's thread pool) and the
@@ -135,6 +142,12 @@ def summarise(rows: list[dict], wall: float, summary: str) -> dict:
         "overhead_median_s": round(statistics.median(overheads), 3) if overheads else None,
         "overhead_max_s": round(max(overheads), 3) if overheads else None,
         "summary": summary,
+        # What each survivor's bug did under the tests, and why the unconfirmed did not run
+        "witnesses": {
+            row["identity"]: f"{row['status']}: {row.get('witness', '')}"
+            for row in rows
+            if row["status"] in ("survived", "unconfirmed", "stillborn")
+        },
     }
 
 
@@ -231,7 +244,41 @@ def table(results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def _statuses(folder: Path) -> dict[str, dict[str, str]]:
+    path = folder / "trainwreck" / "mutants.csv"
+    if not path.exists():
+        return {}
+    with open(path, newline="") as handle:
+        return {row["identity"]: row for row in csv.DictReader(handle)}
+
+
+def compare(before: Path, after: Path) -> str:
+    """Per project of both result folders: statuses before and after, and the changes."""
+    lines = []
+    for folder in sorted(path for path in after.iterdir() if path.is_dir()):
+        old, new = _statuses(before / folder.name), _statuses(folder)
+        if not old or not new:
+            continue
+        counts = [Counter(row["status"] for row in rows.values()) for rows in (old, new)]
+        lines.append(f"## {folder.name}")
+        for label, count in zip(("before", "after"), counts):
+            scored = count["killed"] + count["survived"]
+            score = f"{count['killed']}/{scored}" if scored else "n/a"
+            parts = ", ".join(f"{key} {value}" for key, value in sorted(count.items()))
+            lines.append(f"- {label}: {parts}; score {score}")
+        for identity in sorted(set(old) | set(new)):
+            was = old.get(identity, {}).get("status", "(no such mutant)")
+            now = new.get(identity, {})
+            if was != now.get("status"):
+                witness = now.get("witness", "")[:220]
+                lines.append(f"  - `{identity}`: {was} -> {now.get('status')}: {witness}")
+    return "\n".join(lines)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--compare"]:
+        print(compare(Path(sys.argv[2]), Path(sys.argv[3])))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkouts", type=Path, required=True)
     parser.add_argument("--prepare", type=Path, metavar="MIRRORS", help="make the checkouts")

@@ -97,8 +97,21 @@ def test_a_kill_counts_for_a_check_only_when_it_failed_with_check_failed(mutants
 def test_loop_table_splits_kills_and_leaves_unjudged_out_of_the_rates(mutants: list) -> None:
     loops = _by_first(bench.loop_table(mutants, {"loop_a": 10.0, "loop_b": 5.0}))
     # mutants, by a check, otherwise only, survived, timeout, stillborn, unreached, scores, wall
-    assert loops["loop_a"] == ["7", "2", "1", "1", "1", "1", "1", "2/4 (50%)", "3/4 (75%)", "10"]
-    assert loops["loop_b"] == ["2", "0", "1", "1", "0", "0", "0", "0/2 (0%)", "1/2 (50%)", "5"]
+    # mutants, by a check, otherwise only, survived, unconfirmed, timeout, stillborn, unreached
+    assert loops["loop_a"] == [
+        "7",
+        "2",
+        "1",
+        "1",
+        "0",
+        "1",
+        "1",
+        "1",
+        "2/4 (50%)",
+        "3/4 (75%)",
+        "10",
+    ]
+    assert loops["loop_b"] == ["2", "0", "1", "1", "0", "0", "0", "0", "0/2 (0%)", "1/2 (50%)", "5"]
     assert loops["**all**"][-3:] == ["2/6 (33%)", "4/6 (67%)", "15"]
 
 
@@ -126,9 +139,10 @@ def test_matrix_and_what_no_check_catches(mutants: list) -> None:
     assert "detach" not in missed
 
     operators = _by_first(bench.operator_table(mutants))
-    # category, mutants, by a check, which, otherwise only, survived, timeout, stillborn, unreached
+    # category, mutants, by a check, which, otherwise only, survived, unconfirmed, timeout,
+    # stillborn, unreached
     assert operators["drop_zero_grad"] == [
-        "gradient", "3", "1", "overfit_batch 1, params_change 1", "0", "1", "1", "0", "0",
+        "gradient", "3", "1", "overfit_batch 1, params_change 1", "0", "1", "0", "1", "0", "0",
     ]  # fmt: skip
 
     others = bench.other_kills(mutants)

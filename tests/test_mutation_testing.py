@@ -248,22 +248,28 @@ def test_selection_takes_the_tests_that_ran_the_line_and_fixture_users() -> None
 
 
 def test_status_rules() -> None:
+    """Without witness facts (a command other than pytest) the exit status decides, and
+    the row says the witness was not checked; the rules with facts: test_mutation_testing_
+    witness.py."""
     job = _job(TRAIN)
-    assert outcome.classify(job, None, None, "")[0] == "timeout"
+    assert outcome.classify(job, None, None, "").status == "timeout"
     passed = {"exit": 0, "failed": [], "errors": [], "reach": [3]}
-    assert outcome.classify(job, 0, passed, "")[0] == "survived"
-    assert outcome.classify(job, 0, {**passed, "reach": [0]}, "")[0] == "unreached"
-    assert outcome.classify(job, 0, {**passed, "reach": [0]}, "", trust_reach=False)[0] == (
+    survived = outcome.classify(job, 0, passed, "")
+    assert (survived.status, survived.witness_state) == ("survived", "unknown")
+    assert survived.witness.startswith("witness not checked")
+    assert outcome.classify(job, 0, {**passed, "reach": [0]}, "").status == "unreached"
+    assert outcome.classify(job, 0, {**passed, "reach": [0]}, "", trust_reach=False).status == (
         "survived"
     )
     failed = {**passed, "exit": 1, "failed": ["t::a"]}
-    assert outcome.classify(job, 0, failed, "")[:2] == ("killed", ["t::a"])
+    killed = outcome.classify(job, 0, failed, "")
+    assert (killed.status, killed.killed_by) == ("killed", ["t::a"])
     line = job.mutant.mutant_lines[0]
     error = {"types": ["NameError"], "message": "x", "frames": [["train.py", line]]}
-    status, _, detail = outcome.classify(job, 0, {**failed, "errors": [error]}, "")
-    assert status == "stillborn" and f"line {line}" in detail
+    broken = outcome.classify(job, 0, {**failed, "errors": [error]}, "")
+    assert broken.status == "stillborn" and f"line {line}" in broken.detail
     died = outcome.classify(job, -9, None, "Segmentation fault")
-    assert died[0] == "killed" and "-9" in died[2]
+    assert died.status == "killed" and "-9" in died.detail and died.witness_state == "unknown"
 
 
 def test_a_deadline_includes_the_first_tests_one_time_costs() -> None:
@@ -321,7 +327,17 @@ def test_score_is_killed_over_killed_and_survived_and_absent_without_them() -> N
     assert "(crashed: TypeError)" in report.markdown(crashed, [job], "pytest", [])
     assert report.summary_line(rows[2:]).startswith("mutation score: n/a")
     assert "t::a;t::b,call:CheckFailed;,," in report.csv_text(rows)
-    assert report.table(rows, "operator")[1] == ["drop_zero_grad", "1", "1", "0", "1", "1", "1/2"]
+    # killed, survived, unconfirmed, timeout, stillborn, unreached, score
+    assert report.table(rows, "operator")[1] == [
+        "drop_zero_grad",
+        "1",
+        "1",
+        "0",
+        "0",
+        "1",
+        "1",
+        "1/2",
+    ]
 
 
 # -- bad input ------------------------------------------------------------------------------

@@ -22,11 +22,14 @@ HEAD = 8
 EVERY = 20
 CAP = 48
 _Tensor = torch.Tensor
+_tracing = torch._C._is_tracing
 
 
 def digest(tensor: Any) -> str | _Held | None:
-    """The fingerprint of ``tensor`` (module docstring), or None for what has none."""
-    if not isinstance(tensor, _Tensor) or tensor.is_sparse or tensor.is_nested:
+    """The fingerprint of ``tensor`` (module docstring), or None for what has none. None
+    while ``torch.jit.trace`` records: its ops would go into the traced graph (and the
+    tracer rejects ``view(dtype)``: ``torch.jit.trace`` of a model failed under the probes)."""
+    if not isinstance(tensor, _Tensor) or tensor.is_sparse or tensor.is_nested or _tracing():
         return None
     flat = tensor.detach().reshape(-1)
     count = flat.numel()

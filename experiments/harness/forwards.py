@@ -34,6 +34,7 @@ from torch.nn.modules import loss as loss_modules
 
 _Tensor = torch.Tensor
 _Loss = loss_modules._Loss
+_tracing = torch._C._is_tracing
 # Backwards that look for a waiting forward before it is left to the settling step.
 MAX_WALKS = 4
 
@@ -115,7 +116,9 @@ class Forwards:
 
         @wraps(original)
         def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
-            if forwards._depth:  # nested in a forward: pass straight through
+            # Nested in a forward, or recorded by ``torch.jit.trace`` (the probes' reads
+            # would go into the traced graph): pass straight through.
+            if forwards._depth or _tracing():
                 return original(module, *args, **kwargs)
             probes = forwards.probes
             mark = probes.enter_forward() if probes is not None else 0

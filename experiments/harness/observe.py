@@ -18,7 +18,13 @@ decide against the same facts of the unmutated project's session::
 
 ``install(trace=path)`` also streams the trace records (losses, steps, and ``witness``
 records as they change) to ``path``, so a process that dies keeps what fired; without a
-path they go nowhere. One installation per process at a time.
+path they go nowhere, and no writer thread is started (a process that forks after
+installing, as ``trainwreck test``'s warm server does, must hold no other thread).
+One installation per process at a time.
+
+``reset()`` starts the facts afresh without reinstalling (``trainwreck test`` keeps facts
+per test): the wrappers stay the ones the project's modules bound at import (``from
+torch.nn.functional import cross_entropy``), and only what they record is emptied.
 """
 
 from __future__ import annotations
@@ -31,10 +37,30 @@ from experiments.harness.hooks import Telemetry
 from experiments.harness.writer import TraceWriter
 
 
+class _NoTrace:
+    """The part of ``TraceWriter`` the telemetry calls, writing nothing."""
+
+    def __init__(self) -> None:
+        self.before_flush: Any = None
+        self.has_tensors = False
+
+    def add(self, *_: Any) -> None:
+        pass
+
+    def append(self, *_: Any, **__: Any) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class Observed:
     """Installed probes (``install``)."""
 
-    def __init__(self, telemetry: Telemetry, writer: TraceWriter) -> None:
+    def __init__(self, telemetry: Telemetry, writer: TraceWriter | _NoTrace) -> None:
         self.telemetry = telemetry
         self.writer = writer
 
@@ -43,6 +69,25 @@ class Observed:
         self.telemetry.finish()
         return self.telemetry.witness_facts()
 
+    def reset(self) -> None:
+        """Empty every fact and counter in place, as a fresh ``install`` would have them.
+        The telemetry, its forwards and probes keep their identity: the installed wrappers
+        hold them."""
+        telemetry = self.telemetry
+        forwards, probes = telemetry.forwards, telemetry.probes
+        undo, statm = telemetry._undo, telemetry._statm
+        Telemetry.__init__(
+            telemetry, telemetry.writer, telemetry.sample_every, witness=probes is not None
+        )
+        if telemetry._statm >= 0:
+            os.close(telemetry._statm)
+        forwards.__init__()
+        if probes is not None:
+            probes.__init__()
+        forwards.probes = probes
+        telemetry.forwards, telemetry.probes = forwards, probes
+        telemetry._undo, telemetry._statm = undo, statm
+
     def remove(self) -> None:
         """Undo the hooks and close the trace."""
         self.telemetry.close()
@@ -50,7 +95,7 @@ class Observed:
 
 
 def install(trace: str | Path | None = None) -> Observed:
-    writer = TraceWriter(trace if trace is not None else os.devnull)
-    telemetry = Telemetry(writer)
+    writer = TraceWriter(trace) if trace is not None else _NoTrace()
+    telemetry = Telemetry(writer)  # type: ignore[arg-type]
     telemetry.install()
     return Observed(telemetry, writer)

@@ -3,11 +3,15 @@
 - the dropout functions of ``torch.nn.functional`` (``nn.Dropout`` and attention call
   them): whether a forward dropped anything, and with which ``p``;
 - ``clip_grad_norm_`` / ``clip_grad_value_``: called before this step's backward, the
-  threshold, and whether it cut the gradient (``clip_grad_norm_``'s returned total norm
-  above ``max_norm``; a value clip counts as cutting, unmeasured);
+  threshold, whether it cut the gradient (``clip_grad_norm_``'s returned total norm
+  above ``max_norm``; a value clip counts as cutting, unmeasured), and the threshold of the
+  first clip that cut (``clip_cut_at``: a threshold scaled where every step is cut anyway
+  cuts as often, but to another size);
 - ``GradScaler.scale`` / ``unscale_`` of an enabled scaler (a disabled one does nothing);
 - ``nn.Module.load_state_dict``: how often, and whether the tensors loaded are the module's
-  own (a "best" state kept without a copy restores nothing);
+  own (a "best" state kept without a copy restores nothing); ``Optimizer.load_state_dict``
+  of a state that holds something (momentum buffers, step counts): how often (a test that
+  compares the restored state never steps, so the first step's state cannot show it);
 - ``Optimizer.zero_grad`` / ``nn.Module.zero_grad``: how often (a gradient rescaled in place
   by a clip is not a cleared one).
 
@@ -50,6 +54,8 @@ def install(probes: Probes, patch: Callable[[Any, str, Any], None]) -> None:
     patch(scaler, "scale", _scaler(probes, scaler.scale, "scaler_scale"))
     patch(scaler, "unscale_", _scaler(probes, scaler.unscale_, "scaler_unscale"))
     patch(torch.nn.Module, "load_state_dict", _load(probes, torch.nn.Module.load_state_dict))
+    optimizer = torch.optim.Optimizer
+    patch(optimizer, "load_state_dict", _load_optimizer(probes, optimizer.load_state_dict))
     for owner in (torch.optim.Optimizer, torch.nn.Module):
         patch(owner, "zero_grad", _zero_grad(probes, owner.zero_grad))
 
@@ -97,12 +103,15 @@ def _clip(probes: Probes, original: Callable[..., Any], norm: bool) -> Callable[
         result = original(*args, **kwargs)
         if not norm or not isinstance(limit, (int, float)):
             probes.counts["clip_active"] += 1
+            probes.cut_at(limit)
         elif isinstance(result, _Tensor):
             cut = result.detach() > limit
             if cut.is_cpu:
-                probes.counts["clip_active"] += int(cut)
+                if cut:
+                    probes.counts["clip_active"] += 1
+                    probes.cut_at(limit)
             elif len(probes.clip_pending) < 4096:
-                probes.clip_pending.append(cut)
+                probes.clip_pending.append((cut, float(limit)))
         return result
 
     return clip
@@ -135,6 +144,17 @@ def _load(probes: Probes, original: Callable[..., Any]) -> Callable[..., Any]:
                 probes.event("self_loads")
         except (AttributeError, RuntimeError, TypeError):
             pass
+        return original(self, state_dict, *args, **kwargs)
+
+    return load_state_dict
+
+
+def _load_optimizer(probes: Probes, original: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(original)
+    def load_state_dict(self: Any, state_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(state_dict, dict) and state_dict.get("state"):
+            probes.counts["optimizer_loads"] += 1
+            probes.dirty = True
         return original(self, state_dict, *args, **kwargs)
 
     return load_state_dict

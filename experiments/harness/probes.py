@@ -89,10 +89,20 @@ class Probes:
         self.dropout_p: set[float] = set()
         self.backward_since_step = False
         self.counts = dict.fromkeys(
-            ("clip_active", "clip_calls", "scaler_scale", "scaler_unscale", "module_loads"), 0
+            (
+                "clip_active",
+                "clip_calls",
+                "scaler_scale",
+                "scaler_unscale",
+                "module_loads",
+                "optimizer_loads",
+            ),
+            0,
         )
         self.clip_max: float | None = None
-        self.clip_pending: list[_Tensor] = []  # accelerator clip checks, read at the end
+        self.clip_cut_at: float | None = None  # the threshold of the first clip that cut
+        # Accelerator clip checks (cut, threshold), read at the end.
+        self.clip_pending: list[tuple[_Tensor, float]] = []
         self.first_batch: int | None = None
         self.train_samples = 0
         self.first_loss: dict[str, Any] | None = None
@@ -116,6 +126,12 @@ class Probes:
         self._retained: tuple[Any, ...] = ()
         self._empty_step = -1
         self._last_lr: float | None = None
+
+    def cut_at(self, limit: Any) -> None:
+        """A clip cut the gradient at ``limit`` (probe_calls.py): the first one is kept."""
+        if self.clip_cut_at is None and isinstance(limit, (int, float)):
+            self.clip_cut_at = float(limit)
+            self.dirty = True
 
     def event(self, name: str) -> None:
         record = self.events[name]
@@ -309,15 +325,19 @@ class Probes:
 
     # -- the record ------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
-        active = self.counts["clip_active"]
-        for pending in list(self.clip_pending):
-            active += int(resolve(pending) or 0)
+        active, cut_at = self.counts["clip_active"], self.clip_cut_at
+        for pending, limit in list(self.clip_pending):
+            cut = int(resolve(pending) or 0)
+            active += cut
+            if cut and cut_at is None:
+                cut_at = limit
         return {
             **{name: list(record) for name, record in self.events.items()},
             **{name: sequence.record() for name, sequence in self.sequences.items()},
             **{name: count for name, count in self.counts.items() if name != "clip_active"},
             "clip_active": active,
             "clip_max": self.clip_max,
+            "clip_cut_at": cut_at,
             "foreign_grads": self.foreign_grads,
             "no_grad_params": self.no_grad_params,
             "zero_params": self.zero_params,

@@ -1,8 +1,9 @@
 """The unmutated command first: it must pass, or nothing can be said about a mutant.
 
 Its run also gives what the mutants' runs are measured against: its time (deadlines
-scale from it) and, with pytest, each test's time and which test executed which line of
-the mutated files (``lines``), by target name.
+scale from it) and, with pytest, each test's time, which test executed which line of
+the mutated files (``lines``), by target name, and each test's witness facts on the
+unmutated project (``witness``: the reference every mutant's test is compared with).
 """
 
 from __future__ import annotations
@@ -25,15 +26,24 @@ class BaselineFailed(UserError):
 
 
 def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, Any]:
-    prepared = runs.prepare(setting, 0, None)
-    try:
-        runs.start(setting, pool, "baseline", DEFAULT_TIMEOUT_S, prepared, None, record=targets)
-        finished = next(iter(pool.wait()))
-    except BaseException:
-        workdir.remove(prepared.workdir)
-        raise
-    result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
-    if finished.exit_code is None or result is None or result.get("exit") != 0:
+    finished, result, tail = _attempt(setting, pool, targets)
+    witness_off = ""
+    if _failed(finished, result) and setting.witness and setting.command.is_pytest:
+        # The tests may fail only because the witness probes are in (a hook a test or a
+        # library does not expect): then the session runs without them, and says so.
+        why = _first_failure(result, tail)
+        setting.witness = False
+        again = _attempt(setting, pool, targets)
+        if _failed(again[0], again[1]):
+            setting.witness = True
+        else:
+            finished, result, tail = again
+            witness_off = (
+                f"the tests fail with the witness probes installed ({why}) and pass without "
+                "them: no witness was recorded, every mutant is counted by its tests' exit "
+                "status (witness not checked)"
+            )
+    if _failed(finished, result):
         how = (
             "did not end within an hour"
             if finished.exit_code is None
@@ -47,6 +57,7 @@ def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, A
             f"the unmutated command `{setting.command.text()}` {how}; no mutant was run: "
             f"make it pass in {setting.root} first{hint}\nlast lines of its output:\n{tail_lines}"
         )
+    assert result is not None
     elsewhere = result.get("elsewhere") or {}
     if elsewhere:
         name, path = next(iter(elsewhere.items()))
@@ -71,4 +82,33 @@ def run(setting: runs.Setting, pool: Pool, targets: list[Target]) -> dict[str, A
         "unprobed": result.get("unprobed") or {},
         "turned_off": result.get("turned_off") or [],
         "plugins": result.get("plugins"),
+        "witness": result.get("witness"),
+        "witness_off": witness_off,
     }
+
+
+def _attempt(setting: runs.Setting, pool: Pool, targets: list[Target]) -> tuple[Any, Any, str]:
+    """(finished, result, output's tail) of one run of the unmutated command."""
+    prepared = runs.prepare(setting, 0, None)
+    try:
+        runs.start(setting, pool, "baseline", DEFAULT_TIMEOUT_S, prepared, None, record=targets)
+        finished = next(iter(pool.wait()))
+    except BaseException:
+        workdir.remove(prepared.workdir)
+        raise
+    result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
+    return finished, result, tail
+
+
+def _failed(finished: Any, result: dict[str, Any] | None) -> bool:
+    return finished.exit_code is None or result is None or result.get("exit") != 0
+
+
+def _first_failure(result: dict[str, Any] | None, tail: str) -> str:
+    failed = (result or {}).get("failed") or []
+    errors = {e["test"]: e for e in (result or {}).get("errors") or [] if "test" in e}
+    if failed:
+        error = errors.get(failed[0], {})
+        what = f"{error.get('raised', '')}: {error.get('message', '')}".strip(": ")
+        return f"{failed[0]}: {what[:160]}" if what else failed[0]
+    return tail.strip().splitlines()[-1][:200] if tail.strip() else "no output"

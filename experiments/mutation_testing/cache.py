@@ -1,7 +1,8 @@
 """Results kept between sessions: an unchanged project reruns nothing.
 
 A mutant's result is keyed by its source's sha256, its file, the command, the deadline
-settings and the *environment*: Python, torch, pytest and trainwreck versions (with a
+settings, its operators' witness declarations (``witnesses``; and ``WITNESS_VERSION``,
+the version of how a witness is recorded and decided) and the *environment*: Python, torch, pytest and trainwreck versions (with a
 digest of this package's code), and a digest of every file of the project (tests, data,
 configuration: a test may read any of them). The baseline (its time and which test ran
 which line) is kept under the environment alone. Results are appended one JSON line at a
@@ -26,7 +27,15 @@ from experiments.files import write_text_atomic
 RESULTS = "results.jsonl"
 _SKIPPED_DIRS = {"__pycache__", "node_modules", ".git", ".hg", ".svn"}
 _DIGEST_LIMIT = 1 << 20  # larger files count by size and modification time
-_OWN_CODE = ("experiments/mutation_testing", "experiments/stillborn.py", "experiments/harness")
+_OWN_CODE = (
+    "experiments/mutation_testing",
+    "experiments/stillborn.py",
+    "experiments/harness",
+    "experiments/witness.py",
+    "mutator/witness.py",
+)
+# Results stored before the witness was recorded per test have no key with it: rerun.
+WITNESS_VERSION = 1
 
 
 def _version(package: str) -> str:
@@ -78,6 +87,19 @@ def _files(base: Path, skip: set[Path]) -> Iterable[Path]:
         for name in names:
             if not name.endswith((".pyc", ".pyo")):
                 yield here / name
+
+
+def witnesses(job: Any) -> list[list[Any]]:
+    """What each of a mutant's operators declares as its witness and its own crashes."""
+    from mutations.registry import operator_classes
+
+    classes = operator_classes()
+    found = []
+    for name in job.mutant.operators:
+        witness = getattr(classes.get(name), "witness", None)
+        spec = [witness.spec, witness.says, list(witness.crashes)] if witness else None
+        found.append([name, spec])
+    return found
 
 
 def key(*parts: Any) -> str:

@@ -6,7 +6,8 @@ interpreter (``python -m experiments.mutation_testing.child RUN_DIR``: the bench
 group, output to files, the run's private copy of the project as working directory and
 in place of the project's folder on ``sys.path``, the write guard of the harness, the
 mutant served by the harness's import hook compiled with reach probes (so an editable
-install of the project, which imports from the user's tree, still gets the mutant), and
+install of the project, which imports from the user's tree, still gets the mutant), the
+witness probes before anything of the project is imported (``facts``), and
 ``pytest.main`` with the ``plugin.Observer``. The result goes to ``RUN_DIR/result.json``.
 """
 
@@ -24,6 +25,7 @@ from typing import Any, NoReturn
 from experiments.harness import guard
 from experiments.harness.child import _die_with_parent, _redirect_output
 from experiments.mutation_testing import serve
+from experiments.mutation_testing.facts import TestFacts
 from experiments.mutation_testing.lines import LineRecorder
 from experiments.mutation_testing.plugin import Observer
 from experiments.mutation_testing.watch import Watch
@@ -85,7 +87,9 @@ def run(spec: dict[str, Any]) -> int:
         recorder = LineRecorder(target["real"] for target in spec["record"])
         watch = Watch(recorder, spec["record"], workdir)
         sys.addaudithook(watch.audit)
-    observer = Observer(spec.get("selection"), aliases, recorder)
+    witness = spec.get("witness")
+    facts = TestFacts(spec.get("witness_tests"), spec.get("witness_replay")) if witness else None
+    observer = Observer(spec.get("selection"), aliases, recorder, facts)
     import pytest
 
     started = time.perf_counter()
@@ -100,6 +104,8 @@ def run(spec: dict[str, Any]) -> int:
         "lines": recorder.as_json() if recorder is not None else None,
         **(watch.result() if watch is not None else {}),
     }
+    if facts is not None:
+        facts.remove()
     guard.uninstall()
     write_result(run_dir, result)
     return 0

@@ -45,6 +45,8 @@ def warm() -> None:
         parameter = torch.nn.Parameter(torch.zeros(1))
         parameter.grad = torch.zeros(1)
         torch.optim.SGD([parameter], lr=0.1).step()  # the lazy torch._dynamo import
+        # The witness probes every run installs (``facts``): imported once, here.
+        importlib.import_module("experiments.harness.observe")
     _empty_session()
     gc.collect()
     gc.freeze()  # pages of what the children share stay shared

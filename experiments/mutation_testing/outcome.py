@@ -1,11 +1,15 @@
-"""A mutant's status from what its run left (Stryker's vocabulary, mutmut's meaning).
+"""A mutant's status from what its run left (Stryker's vocabulary, mutmut's meaning, and
+the witness of issue 28: a mutant counts only where its bug ran).
 
-``killed``: the command failed (``killed_by`` names the failing tests); ``survived``: it
-passed; ``timeout``: it was still running at its deadline; ``stillborn``: it failed with
-a Python-level error raised at a changed line that its operator does not declare
-(``experiments.stillborn``), so no test caught the bug it names; ``unreached``: the tests
-never executed the changed lines (by the baseline's per-test coverage, before any run,
-or by the mutant's reach probes, after it).
+``killed``: a test in which the mutant's witness fired failed (``killed_by`` names those
+tests; ``verdict``); ``survived``: the tests passed and the witness fired in one of them,
+a test gap; ``unconfirmed``: the witness fired in no test (the bug never ran under the
+tests, or had no effect there), outside the score, with its reason in ``witness``;
+``timeout``: it was still running at its deadline; ``stillborn``: it failed with a crash
+its operator does not declare, before its witness fired, or with a Python-level error
+raised at a changed line (``experiments.stillborn``), so no test caught the bug it names;
+``unreached``: the tests never executed the changed lines (by the baseline's per-test
+coverage, before any run, or by the mutant's reach probes, after it).
 """
 
 from __future__ import annotations
@@ -15,10 +19,15 @@ from typing import Any
 
 from experiments.harness.reach import summary as reach_summary
 from experiments.mutation_testing.discovery import Job
+from experiments.mutation_testing.verdict import UNKNOWN, judge
 from experiments.stillborn import Raised, is_stillborn
 
-STATUSES = ("killed", "survived", "timeout", "stillborn", "unreached")
+STATUSES = ("killed", "survived", "unconfirmed", "timeout", "stillborn", "unreached")
 SCORED = ("killed", "survived")
+# A run that records no witness facts (a command other than pytest; tests that fail with
+# the probes in): its kill or survival stands as the exit status says, and the row says
+# the witness was not checked.
+NOT_OBSERVED = "witness not checked: the run recorded no facts (see the notes)"
 
 
 @dataclass
@@ -43,6 +52,11 @@ class Row:
     # Killed with no test's verdict: what the first failing test crashed with (``TypeError``)
     crash: str = ""
     detail: str = ""
+    # The witness (``verdict``): what fired, or why not, in one line; its state
+    # (confirmed | unconfirmed | stillborn | unknown; "" where nothing was decided).
+    witness: str = ""
+    witness_state: str = ""
+    ran_bug: list[str] = field(default_factory=list)  # the tests in which it fired
     warm: bool = False  # forked from the warm project's server (no import, no collection)
     sha256: str = ""
     cached: bool = False
@@ -65,16 +79,22 @@ def row_for(job: Job, status: str, **values: Any) -> Row:
 
 
 def bug_ran(result: dict[str, Any], trust_reach: bool = True) -> bool | None:
-    """Whether the mutant's bug ran in this run: False (it did not), True, or None (cannot
-    tell). The one place that decides it. Today: the reach probes, whether a changed line
-    executed (None when they cannot be trusted: lines run in other processes). Issue 28's
-    witnesses (the runtime fact that makes a run this bug: a backward into a stale
-    ``.grad``, a dropout module in the wrong mode) belong here, read from ``result`` as the
-    child records them; a run without its witness then ends ``unconfirmed``, outside the
-    score, instead of ``survived``."""
+    """Whether a changed line ran at all (the reach probes): False (it did not), True, or
+    None (cannot tell: lines run in other processes). Whether the bug it makes ran is the
+    witness's question (``verdict.judge``), asked once this says the line ran."""
     if not trust_reach:
         return None
     return reach_summary(result.get("reach"))["reached"]
+
+
+@dataclass
+class Classified:
+    status: str
+    killed_by: list[str] = field(default_factory=list)
+    detail: str = ""
+    witness: str = ""
+    witness_state: str = ""
+    ran_bug: list[str] = field(default_factory=list)
 
 
 def classify(
@@ -83,29 +103,57 @@ def classify(
     result: dict[str, Any] | None,
     tail: str,
     trust_reach: bool = True,
-) -> tuple[str, list[str], str]:
-    """(status, killed_by, detail) of a finished run. ``exit_code`` None: timed out."""
+    baseline: dict[str, Any] | None = None,
+) -> Classified:
+    """The status of a finished run. ``exit_code`` None: timed out. ``baseline``: the
+    unmutated run, whose per-test witness facts the mutant's are compared with."""
     if exit_code is None:
-        return "timeout", [], "still running at its deadline"
+        return Classified("timeout", detail="still running at its deadline")
     if result is None:
         last = tail.strip().splitlines()[-1:] or [""]
-        return "killed", ["<the test process died>"], f"exit {exit_code} {last[0]}".strip()
+        why = "witness not recorded: the test process died before writing its facts"
+        return Classified(
+            "killed",
+            ["<the test process died>"],
+            f"exit {exit_code} {last[0]}".strip(),
+            why,
+            UNKNOWN,
+        )
     failed = list(result.get("failed") or [])
     passed = int(result.get("exit", exit_code)) == 0
+    observed = isinstance(result.get("witness"), dict)
     if bug_ran(result, trust_reach) is False:
         if passed:
-            return "unreached", [], "the changed lines never ran"
+            return Classified("unreached", detail="the changed lines never ran")
         note = "failed although the changed lines never ran: a flaky test?"
-        return "killed", failed, note
+        if observed:
+            why = "unconfirmed (mechanism never reached): the changed lines never ran"
+            return Classified(
+                "unconfirmed", [], f"{note} ({', '.join(failed)})", why, "unconfirmed"
+            )
+        return Classified("killed", failed, note, NOT_OBSERVED, UNKNOWN)
     changed = {job.target.name: set(job.mutant.mutant_lines)}
     for error in result.get("errors") or []:
         raised = Raised(tuple(error["types"]), error["message"], tuple(map(tuple, error["frames"])))
         if is_stillborn(raised, changed, job.declares_crash):
             line = next(line for path, line in reversed(raised.frames) if path in changed)
-            return "stillborn", [], f"{raised.name} at line {line}: {raised.message}"[:300]
+            detail = f"{raised.name} at line {line}: {raised.message}"[:300]
+            why = f"stillborn: {raised.name} raised at a changed line, before any bug could run"
+            return Classified("stillborn", [], detail, why, "stillborn")
+    judged = judge(job, result, baseline or {}) if observed else None
+    if judged is not None:
+        return Classified(
+            judged.status,
+            judged.killed_by,
+            judged.detail,
+            judged.witness[:300],
+            judged.state,
+            judged.ran_bug,
+        )
     if passed:
-        return "survived", [], ""
-    return "killed", failed or [f"<exit status {result.get('exit', exit_code)}>"], ""
+        return Classified("survived", [], "", NOT_OBSERVED, UNKNOWN)
+    killed_by = failed or [f"<exit status {result.get('exit', exit_code)}>"]
+    return Classified("killed", killed_by, "", NOT_OBSERVED, UNKNOWN)
 
 
 def failure_kinds(killed_by: list[str], result: dict[str, Any] | None) -> list[str]:

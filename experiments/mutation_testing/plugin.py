@@ -3,8 +3,9 @@
 It keeps only the tests a mutant needs (``selection``, by node id) and reports each
 failure with its exception (``experiments.stillborn.Raised``, plus the class the test
 failed with and the phase), the failed test ids (the "killed by" column) and each test's
-time. In the baseline it also drives the line
-recorder's contexts (``lines``). ``child`` passes an ``Observer`` to ``pytest.main``.
+time. In the baseline it also drives the line recorder's contexts (``lines``); in every
+pytest run it starts and ends each test's witness facts (``facts``). ``child`` passes an
+``Observer`` to ``pytest.main``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from experiments.mutation_testing.facts import COLLECTION, TestFacts
 from experiments.mutation_testing.lines import FIXTURE, LineRecorder
 from experiments.stillborn import from_exception
 
-COLLECTION = "<collection>"  # the id of a failure outside any test
+__all__ = ["COLLECTION", "Observer"]  # COLLECTION: the id of a failure outside any test
 RANDOMLY_SEED = 1  # pytest-randomly's seed in every session of a ``trainwreck test``
 
 
@@ -29,10 +31,12 @@ class Observer:
         selection: list[str] | None = None,
         aliases: Mapping[str, str] | None = None,
         recorder: LineRecorder | None = None,
+        facts: TestFacts | None = None,
     ) -> None:
         self.selection = None if selection is None else set(selection)
         self.aliases = {os.path.realpath(path): name for path, name in (aliases or {}).items()}
         self.recorder = recorder
+        self.facts = facts
         self.items: list[dict[str, Any]] = []
         self.failed: list[str] = []
         self.errors: list[dict[str, Any]] = []
@@ -89,12 +93,20 @@ class Observer:
             }
         )
 
-    def restart(self, selection: list[str] | None, aliases: Mapping[str, str]) -> None:
+    def restart(
+        self,
+        selection: list[str] | None,
+        aliases: Mapping[str, str],
+        witness_tests: list[str] | None = None,
+        replay: dict[str, Any] | None = None,
+    ) -> None:
         """A warm project's run (``server``): the collection is the server's; what this
         run records starts empty."""
         self.selection = None if selection is None else set(selection)
         self.aliases = {os.path.realpath(path): name for path, name in aliases.items()}
         self.failed, self.errors, self.durations = [], [], {}
+        if self.facts is not None:
+            self.facts.restart(witness_tests, replay)
 
     def select(self, session: pytest.Session) -> None:
         """Keep the selected tests of the server's collection, in its order."""
@@ -119,13 +131,19 @@ class Observer:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
-        if self.recorder is None:
+        if self.recorder is None and self.facts is None:
             return (yield)
-        self.recorder.enter(item.nodeid)
+        if self.recorder is not None:
+            self.recorder.enter(item.nodeid)
+        if self.facts is not None:
+            self.facts.start(item.nodeid)
         try:
             return (yield)
         finally:
-            self.recorder.leave()
+            if self.facts is not None:
+                self.facts.end(item.nodeid)
+            if self.recorder is not None:
+                self.recorder.leave()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any, request: Any):
@@ -175,4 +193,5 @@ class Observer:
             "deselected": self.deselected,
             "plugins": self.plugins,
             "turned_off": self.turned_off,
+            "witness": self.facts.result() if self.facts is not None else None,
         }

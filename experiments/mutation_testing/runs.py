@@ -39,6 +39,7 @@ class Setting:
     scratch: Path  # the session's temporary folder
     command: Command
     fresh: bool  # a new interpreter per run instead of a fork
+    witness: bool = True  # record each test's witness facts (``facts``); off: the benchmark
 
 
 @dataclass
@@ -63,7 +64,10 @@ def pytest_spec(
     selection: list[str] | None,
     record: list[Target] | None = None,
     plugins: list[str] | None = None,
+    witness_tests: list[str] | None = None,
 ) -> dict[str, Any]:
+    """What a pytest run needs (``child``, ``server``). ``witness_tests``: the tests whose
+    witness facts the run keeps (None: every test's)."""
     # No cache folder in the project, and no five gc.collect() per run (0.1 s) to report
     # unraisable exceptions as warnings, which by default never fail a test.
     args = ["-p", "no:cacheprovider", "-p", "no:unraisableexception"]
@@ -96,6 +100,9 @@ def pytest_spec(
         "parent_pid": os.getpid(),
         "mutant": None,
         "autoload": autoload,
+        "witness": setting.witness,
+        "witness_tests": witness_tests,
+        "witness_replay": None,  # test -> random states to restore (``replay``)
     }
     if job is not None:
         spec["mutant"] = {
@@ -138,9 +145,12 @@ def start(
     selection: list[str] | None = None,
     record: list[Target] | None = None,
     plugins: list[str] | None = None,
+    witness_tests: list[str] | None = None,
+    replay: dict[str, Any] | None = None,
 ) -> None:
     """Start the run: pytest in a fork (or a new interpreter), any other command as it is."""
-    spec = pytest_spec(setting, prepared, job, selection, record, plugins)
+    spec = pytest_spec(setting, prepared, job, selection, record, plugins, witness_tests)
+    spec["witness_replay"] = replay
     if setting.command.is_pytest:
         start_pytest(pool, key, timeout_s, spec, setting.fresh)
         return

@@ -41,6 +41,7 @@ import pytest
 
 from experiments.harness import guard, modules, reach
 from experiments.mutation_testing import child, hotswap
+from experiments.mutation_testing.facts import TestFacts
 from experiments.mutation_testing.plugin import Observer
 
 READY_TIMEOUT_S = 3600.0
@@ -146,7 +147,9 @@ class Server:
             paths = [os.path.join(shared, mutant["name"]), *mutant["paths"]]
             aliases = {path: mutant["name"] for path in paths}
             self.counters, self.probed = _put_in(mutant, paths, self.functions)
-        observer.restart(spec.get("selection"), aliases)
+        observer.restart(
+            spec.get("selection"), aliases, spec.get("witness_tests"), spec.get("witness_replay")
+        )
         observer.select(session)
 
     def result(self, observer: Observer, exit_code: int) -> dict[str, Any]:
@@ -220,14 +223,16 @@ def _die_with(parent: int) -> None:
 def main(spec: dict[str, Any], requests: int, replies: int) -> NoReturn:
     """The server process's body (a fork of the session's process); never returns."""
     code = child.SETUP_FAILED
-    observer = Observer()
-    server = Server(spec, requests, replies, observer)
     try:
         os.setpgid(0, 0)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         _die_with(spec["parent_pid"])
         child.enter(spec, Path(spec["output"][0]).parent)
+        # The witness probes go in before the project is imported (its modules bind the
+        # wrapped functions), once: every run forked from here resets them per test.
+        observer = Observer(facts=TestFacts() if spec.get("witness") else None)
+        server = Server(spec, requests, replies, observer)
         exit_code = int(pytest.main(list(spec["pytest_args"]), plugins=[observer, server]))
         if server.run is None:  # pytest ended before its test loop: nothing to serve
             server.reply(failed=f"pytest ended before running the tests (exit {exit_code})")

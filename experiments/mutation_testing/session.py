@@ -23,7 +23,7 @@ from typing import Any
 from experiments.harness import reaper, workdir
 from experiments.mutation_testing import baseline as baseline_run
 from experiments.mutation_testing import cache as caching
-from experiments.mutation_testing import hotswap, runs
+from experiments.mutation_testing import hotswap, runs, stability
 from experiments.mutation_testing.command import Command
 from experiments.mutation_testing.discovery import Job, Target
 from experiments.mutation_testing.forkserver import Pool, fork_is_safe, loading, warm
@@ -34,6 +34,7 @@ from experiments.mutation_testing.outcome import (
     failure_kinds,
     row_for,
 )
+from experiments.mutation_testing.replay import for_tests
 from experiments.mutation_testing.selection import EVERY_TEST, Selection, select
 from experiments.mutation_testing.warm import WarmProject, ready_timeout, verify
 
@@ -50,6 +51,7 @@ class Options:
     fresh: bool = False  # a new interpreter per mutant (the benchmark's comparison)
     select_tests: bool = True  # False: every mutant runs every test
     warm_project: bool = True  # fork runs from a server that imported and collected once
+    witness: bool = True  # record and compare each test's witness facts (off: a benchmark)
 
 
 @dataclass
@@ -70,12 +72,17 @@ def run(
     started = time.monotonic()
     env = caching.environment(options.root, [options.out])
     settings = [options.command.argv, options.timeout_factor, options.select_tests]
+    settings.append([caching.WITNESS_VERSION, options.witness])
     store = caching.Cache(options.out / "cache")
-    keys = {job.identity: caching.key(job.sha256, job.identity, settings, env) for job in jobs}
+    keys = {
+        job.identity: caching.key(job.sha256, job.identity, settings, env, caching.witnesses(job))
+        for job in jobs
+    }
     rows: dict[str, Row] = {}
     for job in jobs:
         known = store.get(keys[job.identity])
-        if known is not None:
+        # A result stored without a witness state (an older trainwreck) is run again.
+        if known is not None and "witness_state" in known:
             rows[job.identity] = Row(**{**known, "cached": True})
     todo = [job for job in jobs if job.identity not in rows]
     outcome = Outcome([], None)
@@ -85,20 +92,27 @@ def run(
             with loading():
                 warm()
         scratch = Path(tempfile.mkdtemp(prefix="trainwreck-test-"))
-        setting = runs.Setting(options.root, options.out, scratch, options.command, fresh)
+        setting = runs.Setting(
+            options.root, options.out, scratch, options.command, fresh, options.witness
+        )
         pool = Pool(options.workers)
         try:
             with reaper.subreaper():
                 # Lines are recorded for the mutated files only: a session mutating
                 # another file needs its own baseline.
                 names = sorted(target.name for target in targets)
-                base_key = caching.key("baseline", options.command.argv, names, env)
+                base_key = caching.key("baseline", options.command.argv, names, env, settings[-1])
                 base = store.baseline(base_key)
                 if base is None:
                     base = baseline_run.run(setting, pool, targets)
                     store.put_baseline(base_key, base)
                 outcome.baseline = base
                 outcome.notes += baseline_notes(base)
+                if base.get("witness_off") or not options.command.is_pytest:
+                    setting.witness = False  # nothing to compare a run's facts with
+                else:
+                    outcome.notes += _repeat(options, setting, pool, base, todo)
+                    store.put_baseline(base_key, base)
                 # closing: on Ctrl-C or SIGTERM the generator's own cleanup (the warm
                 # project's server, the runs' private copies) runs now, not at collection
                 running = _run_all(options, setting, pool, base, todo, outcome.notes)
@@ -116,6 +130,20 @@ def run(
     outcome.rows = [rows[job.identity] for job in jobs]
     outcome.wall_s = time.monotonic() - started
     return outcome
+
+
+def _repeat(
+    options: Options, setting: runs.Setting, pool: Pool, base: dict[str, Any], jobs: list[Job]
+) -> list[str]:
+    """The unmutated tests the mutants will run, once more, for the facts that change from
+    run to run (``stability``); kept in ``base``."""
+    every = [Selection(EVERY_TEST, "all")]
+    chosen = [select(job, base) for job in jobs] if options.select_tests else every
+    wanted = stability.needed(base, chosen)
+    if not wanted:
+        return stability.notes(base)
+    timeout = deadline(base, wanted, options.timeout_factor)
+    return stability.repeat(setting, pool, base, wanted, timeout)
 
 
 def _run_all(
@@ -205,30 +233,45 @@ def _run_pending(
             timeout = deadline(base, chosen.tests, options.timeout_factor)
             plugins = base.get("plugins")
             spec = runs.pytest_spec(setting, prepared, job, chosen.tests, None, plugins)
+            spec["witness_replay"] = for_tests(base, chosen.tests) if setting.witness else None
             warm = bool(swappable and project and project.start_run(pool, number, timeout, spec))
             if not warm:
+                replay = spec["witness_replay"]  # a cold child puts them back too
                 runs.start(
-                    setting, pool, number, timeout, prepared, job, chosen.tests, None, plugins
+                    setting,
+                    pool,
+                    number,
+                    timeout,
+                    prepared,
+                    job,
+                    chosen.tests,
+                    None,
+                    plugins,
+                    replay=replay,
                 )
             started[number] = (job, chosen, prepared, warm)
         for finished in pool.wait():
             job, chosen, prepared, warm = started.pop(finished.key)
             result, tail = runs.collect(prepared, finished.exit_code, setting.command.is_pytest)
             trust_reach = not base.get("spawned") and job.target.name not in unprobed
-            status, killed_by, detail = classify(job, finished.exit_code, result, tail, trust_reach)
+            found = classify(job, finished.exit_code, result, tail, trust_reach, base)
+            killed_by = found.killed_by
             ran = (result or {}).get("durations") or {}
             yield row_for(
                 job,
-                status,
+                found.status,
                 killed_by=killed_by,
                 failed_with=failure_kinds(killed_by, result),
-                crash=crash_kind(killed_by, result) if status == "killed" else "",
+                crash=crash_kind(killed_by, result) if found.status == "killed" else "",
                 covered_by=list(chosen.tests or []),
                 tests_run=len(ran) if result and setting.command.is_pytest else None,
                 wall_s=round(finished.wall_s, 3),
                 tests_s=round(sum(ran.values()), 3),
                 cpu_s=round(finished.cpu_s, 3),
-                detail=detail,
+                detail=found.detail,
+                witness=found.witness,
+                witness_state=found.witness_state,
+                ran_bug=found.ran_bug,
                 warm=warm,
             )
         reaper.end_adopted({run.pid for run in pool.running.values()})
@@ -237,6 +280,13 @@ def _run_pending(
 def baseline_notes(base: dict[str, Any]) -> list[str]:
     """One line per thing the baseline could not record, or turned off, and what follows."""
     notes = list(base.get("turned_off") or [])
+    if base.get("lines") is None:
+        notes.append(
+            "the command is not pytest: no witness is recorded (its facts are kept per "
+            "pytest test), so every mutant is counted by the command's exit status"
+        )
+    if base.get("witness_off"):
+        notes.append(base["witness_off"])
     if base.get("spawned"):
         notes.append(
             "the tests start processes (" + ", ".join(base["spawned"][:3]) + "): lines "

@@ -141,7 +141,10 @@ def verify(
     """The unmutated tests the warm runs will run, run warm once: "" when they pass; else
     why not (a test that writes beside its own file, in the shared copy, fails here)."""
     prepared = runs.prepare(setting, 0, None)
-    spec = runs.pytest_spec(setting, prepared, None, tests, plugins=project.plugins)
+    # Its witness facts are nobody's reference (the baseline's are): none kept.
+    spec = runs.pytest_spec(
+        setting, prepared, None, tests, plugins=project.plugins, witness_tests=[]
+    )
     if not project.start_run(pool, "warm-check", timeout_s, spec):
         workdir.remove(prepared.workdir)
         return "the server stopped"

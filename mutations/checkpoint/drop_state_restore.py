@@ -56,7 +56,10 @@ class ResumeWithoutOptimizerState(_DropStateRestore):
     category = "checkpoint"
     summary = "Skip optimizer.load_state_dict on resume: Adam moments reset, loss spikes."
     expected = "degrades"
-    witness = "fewer optimizer_state", "the resumed optimizer steps with empty state (no moments)"
+    witness = (
+        "fewer optimizer_state|optimizer_loads",
+        "the saved optimizer state is never loaded: it resumes empty (no moments)",
+    )
     examples = (
         Example(
             before="""

@@ -48,7 +48,7 @@ class ClipNormScaled(Swap):
     category = "gradient"
     summary = "Scale the gradient-clipping threshold by a factor (x0.01 by default, or x100)."
     expected = "degrades"
-    witness = "differs clip_active", "the clipping cuts the gradient on other steps"
+    witness = "differs clip_active|clip_cut_at", "the clipping cuts the gradient on other steps"
     node_types = (cst.Call,)
     parameters = {
         "factor": Param(0.01, "multiplier applied to max_norm / clip_value", valid="(0, inf)")

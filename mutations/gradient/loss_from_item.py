@@ -39,7 +39,9 @@ class LossFromItem(Swap):
         "Rebuild the loss from loss.item(): backward() runs but no gradient reaches the model."
     )
     expected = "breaks_training"
-    witness = "more empty_steps", "the optimizer steps without any gradient (no graph)"
+    # A term of a summed loss (a value loss beside a policy loss) leaves the other terms'
+    # gradients: then the parameters only it reaches get none (no_grad_params).
+    witness = "more empty_steps|no_grad_params", "no gradient from the loss reaches the model"
     crashes = ("NoneType",)
     node_types = (cst.Call,)
     examples = (
