@@ -117,11 +117,12 @@ def _cross_entropy(probes: Any, original: Callable[..., Any]) -> Callable[..., A
 
 def _probabilities(values: _Tensor) -> bool:
     """Whether the class dimension (1; 0 for one sample) holds probabilities."""
-    if not values.is_floating_point() or values.dim() == 0 or values.shape[-1] < 2:
+    classes = 1 if values.dim() > 1 else 0
+    if not values.is_floating_point() or values.dim() == 0 or values.shape[classes] < 2:
         return False
     with torch.no_grad():
         values = values.detach()
-        sums = values.sum(dim=1 if values.dim() > 1 else 0)
+        sums = values.sum(dim=classes)
         return bool(values.min() >= 0) and bool(((sums - 1).abs() <= PROBABILITY_TOLERANCE).all())
 
 
