@@ -87,17 +87,18 @@ def loop_of(name: str) -> Loop:
     return Loop(script=f"{folder}{name}.py", **SCRIPTS[name])
 
 
-def measure(seeds: list[int], out: Path) -> tuple[dict, dict, int]:
-    """Per operator its (script, verdict) runs; per (script, operator) the verdict of a
-    second unmutated run judged as that operator's mutant; and the runs made."""
+def measure(seeds: list[int], out: Path) -> tuple[dict, dict, list[bool]]:
+    """Per operator its (script, identity, verdict) runs; per (script, operator, seed) the
+    verdict of a second unmutated run judged as that operator's mutant against the first;
+    per unmutated run, whether the second repeats every one of its witness facts."""
     runs: dict[str, list] = defaultdict(list)
-    silent: dict[tuple[str, str], object] = {}
-    made = 0
+    silent: dict[tuple[str, str, int], object] = {}
+    same: list[bool] = []
     for name in SCRIPTS:
         loop = loop_of(name)
         rows = run_sweep(build(Sweep(loops=[loop], operators=OPERATORS, seeds=seeds)), out / "a")
         again = run_sweep(build(Sweep(loops=[loop], seeds=seeds)), out / "b")
-        made += len(rows) + len(again)
+        first = {row["seed"]: row for row in rows if not row["operators"]}
         present = set()
         for row, verdict in zip(rows, decide_runs(rows)):
             if verdict is not None:
@@ -106,9 +107,11 @@ def measure(seeds: list[int], out: Path) -> tuple[dict, dict, int]:
         for operator in present:
             parts = operator_parts([operator], [{}])
             for second in again:
-                first = next(r for r in rows if not r["operators"] and r["seed"] == second["seed"])
-                silent[(name, operator, second["seed"])] = decide(parts, second, first)
-    return runs, silent, made
+                silent[(name, operator, second["seed"])] = decide(
+                    parts, second, first[second["seed"]]
+                )
+        same += [second["witness"] == first[second["seed"]]["witness"] for second in again]
+    return runs, silent, same
 
 
 def table(runs: dict, silent: dict) -> list[str]:
@@ -129,8 +132,9 @@ def table(runs: dict, silent: dict) -> list[str]:
         )
         checked = sum(1 for (_, op, _) in silent if op == operator)
         shown = confirmed[0].text if confirmed else ""
+        spec = classes[operator].witness.spec.replace("|", "\\|")  # inside a table cell
         lines.append(
-            f"| {operator} | `{classes[operator].witness.spec}` | {len(mutants)} "
+            f"| {operator} | `{spec}` | {len(mutants)} "
             f"({', '.join(scripts)}) | {len(confirmed)}/{len(found)} | {'; '.join(why)} "
             f"| {fired}/{checked} | {shown[:110]} |"
         )
@@ -145,11 +149,13 @@ def main() -> None:
     seeds = [int(seed) for seed in args.seeds.split(",")]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        runs, silent, made = measure(seeds, Path(args.out or scratch))
+        runs, silent, same = measure(seeds, Path(args.out or scratch))
     lines = table(runs, silent)
+    made = sum(len(found) for found in runs.values()) + 2 * len(same)
     lines.append(
         f"\n{made} runs, seeds {seeds}, {time.perf_counter() - started:.0f} s; "
-        f"{platform.processor() or platform.machine()}."
+        f"{platform.processor() or platform.machine()}. Unmutated runs whose every witness "
+        f"fact a second run repeats: {sum(same)}/{len(same)}."
     )
     print("\n".join(lines))
 

@@ -17,7 +17,8 @@ expressions matched against ``"ExceptionType: message"``): a crash the operator 
 declare, before its witness fired, is a broken rewrite (``stillborn``), not the bug.
 
 This module holds the vocabulary and the declaration type only (no torch): the probes are
-``experiments/harness/probes.py``, the decision ``experiments/witness.py``.
+``experiments/harness/probes*.py`` and ``probe_calls.py``, the decision
+``experiments/witness.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ COMPARISONS = {
 # The facts ``differential`` compares.
 DIFFERENTIAL = ("losses", "eval_outputs")
 
-# Every fact the probes record (experiments/harness/probes.py), in plain words. "events":
+# Every fact the probes record (experiments/harness/probes.py, probe_calls.py,
+# probes_mechanism.py; ``reported`` from the trace, probes_reported.py), in plain words. "events":
 # [count, step of the first]; "count": a number; "value"/"sequence": compared as recorded.
 FACTS: dict[str, tuple[str, str]] = {
     "stale_grad": ("events", "backwards that added into a .grad no zero_grad cleared"),

@@ -120,10 +120,14 @@ def _probabilities(values: _Tensor) -> bool:
     classes = 1 if values.dim() > 1 else 0
     if not values.is_floating_point() or values.dim() == 0 or values.shape[classes] < 2:
         return False
-    with torch.no_grad():
-        values = values.detach()
-        sums = values.sum(dim=classes)
-        return bool(values.min() >= 0) and bool(((sums - 1).abs() <= PROBABILITY_TOLERANCE).all())
+    try:
+        with torch.no_grad():
+            values = values.detach()
+            sums = values.sum(dim=classes)
+            near = bool(((sums - 1).abs() <= PROBABILITY_TOLERANCE).all())
+            return near and bool(values.min() >= 0)
+    except Exception:  # an odd tensor (sparse, a subclass): the loss itself will say
+        return False
 
 
 def _clamp(probes: Any, original: Any, name: str, sample: _Sample) -> Callable[..., Any]:
@@ -160,5 +164,5 @@ def _cut(probes: Any, values: _Tensor, lower: Any, upper: Any) -> None:
             if upper is not None and bool((values > upper).any()):
                 probes.counts["clamp_above"] += 1
                 probes.dirty = True
-    except (RuntimeError, TypeError):  # a bound of another device or type: let clamp say
+    except Exception:  # a bound of another device or type, an odd tensor: let clamp say
         return
