@@ -164,7 +164,7 @@ CASES = [
     ("drop_loss_reduction", "classifier", {"unreduced": True}, "8 vs 0"),
     ("dropout_on_logits", "classifier", {"extra_dropout": True}, "16 vs 8"),
     ("clip_per_micro_step", "classifier", {"clip_each_micro_batch": True}, "8 vs 4"),
-    ("swap_loss_targets", "classifier", {"swap_targets": True}, "second_inputs differ from #2"),
+    ("swap_loss_targets", "classifier", {"swap_targets": True}, "second_inputs differ from #0"),
     ("hoist_loop_reset", "episodes", {"hoisted": True}, "3 vs 12"),
 ]
 

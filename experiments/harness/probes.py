@@ -171,11 +171,11 @@ class Probes:
         # where the training sequence samples one (a digest costs ~10 us in a real step).
         if output.grad_fn is None:
             inputs, outputs = digest(first), digest(output)
-            second = None
+            second = False
         else:
             inputs = digest(first) if self.sequences["train_inputs"].want() else None
             outputs = None
-            second = second_input(args) if self.sequences["second_inputs"].want() else None
+            second = second_input(args, self.sequences["second_inputs"])
         on = on or self.dropouts != mark
         return (module, off, on, len(found), batch, inputs, outputs, self.steps, second)
 
@@ -186,7 +186,8 @@ class Probes:
         if made_at < self.steps:  # made before an optimizer step, backwarded after it
             self.event("stale_forward")
         self._trained_now += 1
-        self.sequences["second_inputs"].add(second)
+        if second is not False:  # a forward with a second tensor argument
+            self.sequences["second_inputs"].add(second)
         self.mode_modules = max(self.mode_modules, count)
         if batch is not None:
             if self.first_batch is None:

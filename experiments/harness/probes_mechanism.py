@@ -61,9 +61,13 @@ class Networks:
         order.append(known[1])
 
 
-def second_input(args: tuple) -> Any:
-    """The digest of a forward's second tensor argument (a loss module's target)."""
-    return digest(args[1]) if len(args) > 1 and isinstance(args[1], _Tensor) else None
+def second_input(args: tuple, sequence: Any) -> Any:
+    """The digest of a forward's second tensor argument (a loss module's target) where
+    ``sequence`` samples its next one, None where it does not; False: no such argument
+    (the forward is not in the sequence)."""
+    if len(args) < 2 or not isinstance(args[1], _Tensor):
+        return False
+    return digest(args[1]) if sequence.want() else None
 
 
 def gradients(params: list[_Tensor]) -> Any:
