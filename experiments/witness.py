@@ -173,6 +173,8 @@ def _compare(
     finished: bool,
 ) -> tuple[bool, str, str]:
     kind = FACTS.get(fact, ("value", ""))[0]
+    if fact not in mine and "." not in fact:  # ``reported``: not in trainwreck test's facts
+        return False, f"{fact} is not recorded where this ran", "not_observed"
     comparison = "differs" if witness.differential else witness.comparison
     m, r = _value(mine, fact, kind), _value(theirs, fact, kind)
     if kind in ("events", "count") and comparison in ("more", "fewer", "differs"):
@@ -186,8 +188,18 @@ def _compare(
     if fact == "dropout_p" and set(m) - set(r or []):
         return True, f"dropout p {sorted(set(m) - set(r or []))} vs {r}", "fired"
     if m != r and (finished or fact != "dropout_p"):
-        return True, f"{fact} {_short(m)} vs {_short(r)}", "fired"
+        return True, _differs(fact, m, r), "fired"
     return False, f"same {fact} as the reference", "no_effect"
+
+
+def _differs(fact: str, m: Any, r: Any) -> str:
+    """What differs, in a few words: for two long lists, the first place they part."""
+    if isinstance(m, list) and isinstance(r, list) and len(m) > 1:
+        for index, (got, want) in enumerate(zip(m, r)):
+            if got != want:
+                return f"{fact} #{index}: {_short(got)} vs {_short(want)}"
+        return f"{fact}: {len(m)} entries vs {len(r)}"
+    return f"{fact} {_short(m)} vs {_short(r)}"
 
 
 def _value(facts: Mapping[str, Any], fact: str, kind: str) -> Any:

@@ -17,7 +17,8 @@ expressions matched against ``"ExceptionType: message"``): a crash the operator 
 declare, before its witness fired, is a broken rewrite (``stillborn``), not the bug.
 
 This module holds the vocabulary and the declaration type only (no torch): the probes are
-``experiments/harness/probes.py``, the decision ``experiments/witness.py``.
+``experiments/harness/probes*.py`` and ``probe_calls.py``, the decision
+``experiments/witness.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ COMPARISONS = {
 # The facts ``differential`` compares.
 DIFFERENTIAL = ("losses", "eval_outputs")
 
-# Every fact the probes record (experiments/harness/probes.py), in plain words. "events":
+# Every fact the probes record (experiments/harness/probes.py, probe_calls.py,
+# probes_mechanism.py; ``reported`` from the trace, probes_reported.py), in plain words. "events":
 # [count, step of the first]; "count": a number; "value"/"sequence": compared as recorded.
 FACTS: dict[str, tuple[str, str]] = {
     "stale_grad": ("events", "backwards that added into a .grad no zero_grad cleared"),
@@ -67,6 +69,16 @@ FACTS: dict[str, tuple[str, str]] = {
         "gradient clipping called before this step's backward",
     ),
     "self_loads": ("events", "load_state_dict of tensors that are the module's own weights"),
+    "stale_forward": (
+        "events",
+        "training forwards whose output got its gradient only after an optimizer step that "
+        "came after the forward (a batch made before the other network's update)",
+    ),
+    "nonscalar_backward": ("events", "backward() called on a loss of more than one element"),
+    "ce_on_probabilities": (
+        "events",
+        "cross_entropy calls (sampled) whose input rows are already probabilities",
+    ),
     "foreign_grads": (
         "count",
         "parameters with a gradient that the optimizer stepping first does not hold",
@@ -80,6 +92,16 @@ FACTS: dict[str, tuple[str, str]] = {
     "optimizer_state": ("count", "optimizer state entries at each optimizer's first step"),
     "clip_active": ("count", "gradient clipping calls that cut the gradient"),
     "clip_cut_at": ("value", "the threshold of the first gradient clipping that cut"),
+    "clip_calls": ("count", "gradient clipping calls"),
+    # Clamps run with autograd on, sampled like the digests (probes_mechanism.py).
+    "clamp_above": ("count", "clamps (sampled) that cut values above their upper bound"),
+    "clamp_below": ("count", "clamps (sampled) that cut values below their lower bound"),
+    "dropout_calls": ("count", "dropout calls that dropped (training)"),
+    "forwards": ("count", "top-level module forwards, training and evaluation"),
+    "trained_per_step": (
+        "count",
+        "the most top-level forwards whose output received a gradient between two steps",
+    ),
     "scaler_scale": ("count", "GradScaler.scale calls (enabled scaler)"),
     "scaler_unscale": ("count", "GradScaler.unscale_ calls (enabled scaler)"),
     "module_loads": ("count", "module load_state_dict calls"),
@@ -89,6 +111,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "optimizer.weight_decay": ("value", "the weight decay at the optimizer's first step"),
     "optimizer.eps": ("value", "the eps at the optimizer's first step"),
     "optimizer.momentum": ("value", "the momentum at the optimizer's first step"),
+    "optimizer.grad": ("value", "a digest of the gradient norms at each optimizer's first step"),
+    "forward_order": (
+        "value",
+        "which network (by order of first use) each of the first 128 top-level forwards ran",
+    ),
     "lr": ("sequence", "the learning rate of every step (where it changed)"),
     "first_batch": ("value", "the batch size of the first training forward"),
     "dropout_p": ("value", "the dropout probabilities applied in training"),
@@ -98,6 +125,14 @@ FACTS: dict[str, tuple[str, str]] = {
     "eval_inputs": ("sequence", "the inputs of the evaluation forwards"),
     "losses": ("sequence", "the training losses"),
     "eval_outputs": ("sequence", "the evaluation forwards' outputs and losses"),
+    "second_inputs": (
+        "sequence",
+        "the second tensor argument of training forwards (a loss module's target)",
+    ),
+    "reported": (
+        "sequence",
+        "the numbers the script reported (report(), or captured from what it printed)",
+    ),
 }
 _USES = {
     "more": ("events", "count"),

@@ -43,6 +43,22 @@ def test_only_value_bugs_use_the_differential():
     for name in differential:
         assert operator_classes()[name].witness.says.startswith("different numbers"), name
     assert "drop_zero_grad" not in differential and "drop_train_mode" not in differential
+    # Of the operators written for real faults (issue 32), only two change nothing but
+    # numbers: a class-weight factor dropped, a loss weight applied twice.
+    real_faults = {
+        "train_mode_outside_loop", "stale_fake_in_generator_loss", "wrong_network_in_loss",
+        "drop_detach_in_loss", "hoist_loop_reset", "to_device_not_assigned",
+        "softmax_overwrites_logits", "drop_loss_reduction", "clamp_bound_flipped",
+        "normalize_by_wrong_stat", "optimizer_misses_params", "swap_loss_targets",
+        "metric_into_train_accumulator", "clip_per_micro_step", "drop_class_weight_term",
+        "interpolation_weight_per_element", "last_item_instead_of_list", "dropout_on_logits",
+        "loss_weight_applied_twice", "flatten_all_dims_before_loss", "linspace_includes_endpoint",
+    }  # fmt: skip
+    assert real_faults <= set(operator_classes())
+    assert real_faults & set(differential) == {
+        "drop_class_weight_term",
+        "loss_weight_applied_twice",
+    }
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from experiments.harness import raised, reach
 from experiments.harness import status as rules
 from experiments.harness.active import ActiveRun
 from experiments.harness.budget import Budget
+from experiments.harness.probes_reported import with_reported
 from experiments.harness.row import COUNTERS, result_row
 from experiments.trace import TRACE_FILE, decode_float, read_trace
 
@@ -83,7 +84,8 @@ def conclude(
     elif raised.stillborn(active.spec.mutant, child_end, status):
         status = "stillborn"
     row = result_row(active.spec, active.key, status, exc_type, message, counters)
-    row["witness"] = counters.get("witness")
+    # The numbers the script reported join the facts: written after the child's facts.
+    row["witness"] = with_reported(counters.get("witness"), trace_path)
     row.update(reached)
     row.update(reach.eval_summary(counters.get("reach"), counters.get("reach_eval")))
     row.update(

@@ -134,9 +134,13 @@ class Telemetry:
             self._statm = -1
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
-        original = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        own = name in owner.__dict__
+        original = owner.__dict__[name] if own else getattr(owner, name)
         setattr(owner, name, replacement)
-        self._undo.append(lambda: setattr(owner, name, original))
+        if own:
+            self._undo.append(lambda: setattr(owner, name, original))
+        else:  # inherited (a tensor method): deleted, not shadowed (a reused process checks)
+            self._undo.append(lambda: delattr(owner, name))
 
     # -- losses ---------------------------------------------------------------------
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:

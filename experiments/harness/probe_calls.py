@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils import clip_grad
 
+from experiments.harness import probes_mechanism as mechanism
 from experiments.harness.probes import Probes
 
 DROPOUTS = (
@@ -58,6 +59,7 @@ def install(probes: Probes, patch: Callable[[Any, str, Any], None]) -> None:
     patch(optimizer, "load_state_dict", _load_optimizer(probes, optimizer.load_state_dict))
     for owner in (torch.optim.Optimizer, torch.nn.Module):
         patch(owner, "zero_grad", _zero_grad(probes, owner.zero_grad))
+    mechanism.install(probes, patch)  # cross_entropy's input, the clamps
 
 
 def _zero_grad(probes: Probes, original: Callable[..., Any]) -> Callable[..., Any]:

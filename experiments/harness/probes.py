@@ -24,6 +24,7 @@ import torch
 
 from experiments.harness.digest import EVERY, HEAD, Sampled, digest, resolve
 from experiments.harness.modes import ModeModules, modes
+from experiments.harness.probes_mechanism import Networks, gradients, second_input
 
 EVENTS = (
     "stale_grad",
@@ -36,8 +37,18 @@ EVENTS = (
     "retained_graph",
     "clip_before_backward",
     "self_loads",
+    "stale_forward",
+    "ce_on_probabilities",
+    "nonscalar_backward",
 )
-SEQUENCES = ("targets", "train_inputs", "eval_inputs", "losses", "eval_outputs")
+SEQUENCES = (
+    "targets",
+    "train_inputs",
+    "eval_inputs",
+    "losses",
+    "eval_outputs",
+    "second_inputs",
+)
 MAX_OPTIMIZERS = 8  # first-step settings kept per run
 MAX_MODULES = 4  # top-level modules of training forwards kept for the parameter census
 MAX_LR_CHANGES = 64
@@ -96,6 +107,8 @@ class Probes:
                 "scaler_unscale",
                 "module_loads",
                 "optimizer_loads",
+                "clamp_above",
+                "clamp_below",
             ),
             0,
         )
@@ -126,6 +139,9 @@ class Probes:
         self._retained: tuple[Any, ...] = ()
         self._empty_step = -1
         self._last_lr: float | None = None
+        self.networks = Networks()  # which network each top-level forward ran
+        self.trained_per_step = 0  # the most forwards trained between two steps
+        self._trained_now = 0
 
     def cut_at(self, limit: Any) -> None:
         """A clip cut the gradient at ``limit`` (probe_calls.py): the first one is kept."""
@@ -155,6 +171,7 @@ class Probes:
         sequence wants its next one)."""
         found = self._modes.of(module)
         off, on = modes(found) if found else (False, False)
+        self.networks.see(module)
         first = args[0] if args else None
         batch = int(first.shape[0]) if isinstance(first, _Tensor) and first.dim() else None
         # An evaluation (a forward without a graph) is digested, inputs and outputs, every
@@ -163,15 +180,23 @@ class Probes:
         # where the training sequence samples one (a digest costs ~10 us in a real step).
         if output.grad_fn is None:
             inputs, outputs = digest(first), digest(output)
+            second = False
         else:
             inputs = digest(first) if self.sequences["train_inputs"].want() else None
             outputs = None
-        return (module, off, on or self.dropouts != mark, len(found), batch, inputs, outputs)
+            second = second_input(args, self.sequences["second_inputs"])
+        on = on or self.dropouts != mark
+        return (module, off, on, len(found), batch, inputs, outputs, self.steps, second)
 
     def train_forward(self, info: tuple) -> None:
-        module, off, _on, count, batch, inputs, _outputs = info
+        module, off, _on, count, batch, inputs, _outputs, made_at, second = info
         if off:
             self.event("train_mode_off")
+        if made_at < self.steps:  # made before an optimizer step, backwarded after it
+            self.event("stale_forward")
+        self._trained_now += 1
+        if second is not False:  # a forward with a second tensor argument
+            self.sequences["second_inputs"].add(second)
         self.mode_modules = max(self.mode_modules, count)
         if batch is not None:
             if self.first_batch is None:
@@ -185,7 +210,7 @@ class Probes:
             self._modules[id(module)] = weakref.ref(module)
 
     def eval_forward(self, info: tuple, graph: bool) -> None:
-        _module, _off, on, _count, _batch, inputs, outputs = info
+        _module, _off, on, _count, _batch, inputs, outputs, _made_at, _second = info
         if on:
             self.event("eval_mode_on")
         if graph:
@@ -228,6 +253,8 @@ class Probes:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
         if isinstance(loss, _Tensor) and not loss.requires_grad:
             self.event("backward_no_graph")
+        if isinstance(loss, _Tensor) and loss.numel() != 1:  # an unreduced loss
+            self.event("nonscalar_backward")
         if _any_alive(self._last_graph):
             self.event("graph_kept")
         self._stale_pre = self._uncleared()
@@ -311,12 +338,17 @@ class Probes:
                     "class": type(optimizer).__name__,
                     **{key: _plain(group.get(key)) for key in _GROUP_KEYS},
                     "state": len(optimizer.state),
+                    "grad": gradients(params),
                 }
             )
 
     def after_step(self, optimizer: torch.optim.Optimizer, steps: int) -> None:
         self.steps = steps
         self.backward_since_step = False
+        if self._trained_now > self.trained_per_step:
+            self.trained_per_step = self._trained_now
+            self.dirty = True
+        self._trained_now = 0
         groups = optimizer.param_groups
         lr = groups[0].get("lr") if groups else None
         if lr != self._last_lr and len(self.lr) < MAX_LR_CHANGES:
@@ -344,12 +376,19 @@ class Probes:
             "train_samples": self.train_samples,
             "first_batch": self.first_batch,
             "optimizers": self.optimizer_count,
-            "optimizer": [dict(settings) for settings in self.optimizers],
+            "optimizer": [
+                {key: resolve(value) for key, value in settings.items()}
+                for settings in self.optimizers
+            ],
             "optimizer_state": sum(settings["state"] for settings in self.optimizers),
             "lr": [list(change) for change in self.lr],
             "dropout_p": sorted(self.dropout_p),
             "loss_call": self.first_loss,
             "mode_modules": self.mode_modules,
+            "dropout_calls": self.dropouts,
+            "forwards": self.networks.forwards,
+            "forward_order": list(self.networks.order),
+            "trained_per_step": max(self.trained_per_step, self._trained_now),
         }
 
 

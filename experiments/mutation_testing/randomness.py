@@ -35,7 +35,16 @@ MAX_SEEDS = 8  # seeds kept per test
 GENERATORS = ("torch", "random", "numpy", "numpy_local")
 # The witness facts whose values follow from the random numbers a test draws.
 RANDOM_FACTS = frozenset(
-    {"targets", "train_inputs", "eval_inputs", "losses", "eval_outputs", "clip_active"}
+    {
+        "targets",
+        "train_inputs",
+        "second_inputs",
+        "eval_inputs",
+        "losses",
+        "eval_outputs",
+        "clip_active",
+        "optimizer.grad",
+    }
 )
 ENTROPY = None  # a seed drawn from the system: never the same twice
 # How a report names each generator.

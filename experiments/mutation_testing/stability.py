@@ -84,13 +84,34 @@ def repeat(
             continue
         mine = (again.get(test) or {}).get("facts") or empty
         theirs = (recorded.get(test) or {}).get("facts") or {}
-        changed = sorted(key for key in theirs if theirs.get(key) != mine.get(key))
+        changed = sorted(
+            name
+            for key in theirs
+            if theirs.get(key) != mine.get(key)
+            for name in _changed(key, theirs.get(key), mine.get(key))
+        )
         if changed:
             unstable[test] = changed
     base[UNSTABLE] = unstable
     flaky = sorted(set((result or {}).get("failed") or []))
     base[FLAKY] = sorted({*(base.get(FLAKY) or []), *flaky})
     return notes(base, len(tests), finished.exit_code is None)
+
+
+def _changed(fact: str, theirs: Any, mine: Any) -> list[str]:
+    """The names that changed: an optimizer's settings one by one (a gradient digest that
+    follows unseeded data leaves its learning rate comparable), other facts whole."""
+    if fact != "optimizer" or not isinstance(theirs, list) or not isinstance(mine, list):
+        return [fact]
+    if len(theirs) != len(mine):
+        return [fact]
+    keys = {key for settings in (*theirs, *mine) if isinstance(settings, dict) for key in settings}
+    return [
+        f"optimizer.{key}"
+        for key in sorted(keys)
+        if [s.get(key) for s in theirs if isinstance(s, dict)]
+        != [s.get(key) for s in mine if isinstance(s, dict)]
+    ] or [fact]
 
 
 def notes(base: dict[str, Any], repeated: int = 0, timed_out: bool = False) -> list[str]:

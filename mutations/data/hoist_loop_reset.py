@@ -52,10 +52,7 @@ class HoistLoopReset(Operator):
     category = "data"
     summary = "A loop flag (done = False) reset once before the loop, not every iteration."
     expected = "breaks_training"
-    witness = (
-        "differential",
-        "different numbers: a loop reset runs once instead of every outer iteration",
-    )
+    witness = "fewer forwards|steps", "the inner loop runs in the first outer iteration only"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

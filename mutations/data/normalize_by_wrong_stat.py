@@ -58,8 +58,8 @@ class NormalizeByWrongStat(Operator):
     summary = "Standardise by the mean instead of the std: (x - mean) / mean."
     expected = "degrades"
     witness = (
-        "differs train_inputs",
-        "the training forwards see inputs normalised by another statistic",
+        "differs train_inputs|eval_inputs",
+        "the forwards see inputs normalised by another statistic",
     )
     node_types = (cst.BinaryOperation, cst.Call)
     # Loading images with PIL reads as plotting code to ``site_context`` (EMANet's

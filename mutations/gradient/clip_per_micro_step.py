@@ -45,7 +45,7 @@ class ClipPerMicroStep(Operator):
     category = "gradient"
     summary = "Gradient clipping moved out of the accumulation's update block: every micro-step."
     expected = "degrades"
-    witness = "differs clip_active", "clipping cuts partial gradients on other calls"
+    witness = "more clip_calls", "clipping runs on every micro-batch, not once per step"
     node_types = (cst.SimpleStatementLine, cst.If)
     examples = (
         Example(

@@ -92,7 +92,10 @@ class DropDetachInLoss(Swap):
     category = "gradient"
     summary = "A .detach() removed from a loss term: gradient flows through a 'constant'."
     expected = "degrades"
-    witness = "differential", "different numbers: gradient flows through a term the fix detached"
+    witness = (
+        "differs trained_per_step|optimizer.grad",
+        "gradient flows through the term the fix detached",
+    )
     crashes = ("backward through the graph a second time",)
     node_types = (cst.Call,)
     contexts = TRAINING_CONTEXTS

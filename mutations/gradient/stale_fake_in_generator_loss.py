@@ -52,7 +52,10 @@ class StaleFakeInGeneratorLoss(Swap):
     category = "gradient"
     summary = "The generator's loss scores the critic step's fake batch, not the fresh one."
     expected = "crash"
-    witness = "differential", "different numbers: the generator's loss scores an older fake batch"
+    witness = (
+        "more stale_forward|empty_steps",
+        "the generator's loss backwards a fake made before the critic's step",
+    )
     crashes = ("backward through the graph a second time",)
     node_types = (cst.Arg,)
     contexts = TRAINING_CONTEXTS

@@ -33,7 +33,7 @@ class ClampBoundFlipped(Swap):
     category = "loss"
     summary = "A one-sided clamp in loss code flipped: clamp(max=g) <-> clamp(min=g)."
     expected = "degrades"
-    witness = "differential", "different numbers: a clamp caps the other side"
+    witness = "more clamp_above|clamp_below", "the clamp cuts the side the original left alone"
     node_types = (cst.Call,)
     contexts = TRAINING_CONTEXTS
     examples = (

@@ -70,7 +70,7 @@ class DropLossReduction(Swap):
     category = "loss"
     summary = "The .mean() of an element-wise loss term removed: the loss is a tensor."
     expected = "crash"
-    witness = "differs loss_call|losses", "the training loss is left unreduced"
+    witness = "more nonscalar_backward", "backward() gets the unreduced loss (one per sample)"
     crashes = ("only for scalar outputs",)
     node_types = (cst.Call,)
     contexts = TRAINING_CONTEXTS

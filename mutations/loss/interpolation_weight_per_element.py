@@ -84,7 +84,7 @@ class InterpolationWeightPerElement(Swap):
     category = "loss"
     summary = "Interpolation weight drawn per element (x.shape), not per sample."
     expected = "degrades"
-    witness = "differential", "different numbers: the interpolation draws a weight per element"
+    witness = "differs train_inputs", "the critic sees points off the real-fake segment"
     node_types = (cst.Call,)
     examples = (
         Example(

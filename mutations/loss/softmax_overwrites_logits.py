@@ -70,10 +70,7 @@ class SoftmaxOverwritesLogits(Operator):
     category = "loss"
     summary = "y_hat = softmax(y_hat) moved above the cross-entropy that reads y_hat."
     expected = "degrades"
-    witness = (
-        "differential",
-        "different numbers: cross-entropy gets probabilities (softmax applied twice)",
-    )
+    witness = "more ce_on_probabilities", "cross-entropy gets probabilities (a softmax before it)"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

@@ -75,7 +75,7 @@ class SwapLossTargets(Operator):
     category = "loss"
     summary = "Two parallel loss terms on consecutive lines exchange their targets."
     expected = "degrades"
-    witness = "differs targets|loss_call", "each loss term gets the other term's targets"
+    witness = "differs targets|second_inputs", "each loss term gets the other term's targets"
     node_types = (cst.SimpleStatementLine,)
     contexts = TRAINING_CONTEXTS
     examples = (

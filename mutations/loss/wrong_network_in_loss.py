@@ -120,10 +120,7 @@ class WrongNetworkInLoss(Swap):
     category = "loss"
     summary = "A loss computed with a sibling network of the same class (D_VAE for D_LR)."
     expected = "degrades"
-    witness = (
-        "more no_grad_params|empty_steps|foreign_grads",
-        "the loss sends its gradient to the wrong network",
-    )
+    witness = "differs forward_order", "a loss's forward runs the sibling network, not its own"
     node_types = (cst.SimpleStatementLine,)
     contexts = TRAINING_CONTEXTS
     examples = (

@@ -57,10 +57,7 @@ class MetricIntoTrainAccumulator(Swap):
     category = "mode"
     summary = "Validation numbers added to the training accumulators (copied loop, not renamed)."
     expected = "misleads"
-    witness = (
-        "differential",
-        "different numbers: an evaluation metric lands in the training accumulator",
-    )
+    witness = "differs reported", "the script reports other numbers for the same training"
     node_types = (cst.SimpleStatementLine,)
     contexts = frozenset({"eval"})
     examples = (

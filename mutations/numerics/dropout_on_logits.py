@@ -80,7 +80,7 @@ class DropoutOnLogits(Operator):
     category = "numerics"
     summary = "The model's dropout also applied to its output layer's result (the logits)."
     expected = "degrades"
-    witness = "differs dropout_p", "dropout is applied to the outputs in training"
+    witness = "more dropout_calls", "one more dropout runs, on the model's output, in training"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(
