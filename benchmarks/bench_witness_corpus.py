@@ -196,7 +196,8 @@ def report(half: str, numbers: dict) -> list[str]:
         out.append(f"not measured: {line}")
     out += [f"note: {line}" for line in numbers["notes"]]
     for o in numbers["unlabelled"]:
-        out.append(f"unlabelled: {o['identity']} {o['diff_hash']} ({o['state']})")
+        stale = f"; {o['label_reason']}" if o["label_reason"] else ""
+        out.append(f"unlabelled: {o['identity']} {o['diff_hash']} ({o['state']}{stale})")
     out += [f"label without a mutant: {text}" for text in numbers["orphans"]]
     return out
 

@@ -7,8 +7,8 @@ into the project, never into the mirror), ``run_catalog`` runs ``trainwreck cata
 with a custom loop (the script unchanged, from its own folder, with its argv; every
 first-order mutant at default parameters; a few seeds), and ``join`` reads the catalog's
 verdict of each mutant and pairs it with its label by identity and diff hash
-(``corpus_sites``). A mutant whose hash matches no label is ``unlabelled`` and counted
-nowhere; a label whose mutant the engine no longer makes is listed as ``orphan``.
+(``corpus_sites``). A mutant whose hash matches no label is ``unlabelled`` (its label is
+*stale* when one names the same identity with another diff) and counted nowhere; a label whose mutant the engine no longer makes is listed as ``orphan``.
 
 A mutant's *state* is what the catalog says of it, in the words of docs/truth.md:
 ``confirmed`` (its witness fired), ``crash declared`` (it crashed as its operator declares
@@ -193,19 +193,25 @@ def join(
     runs = pd.read_csv(catalog / "runs.csv", dtype=str, keep_default_na=False)
     runs = runs[runs["identity"].str.contains("::", regex=False)]
     by_identity = {identity: group for identity, group in runs.groupby("identity", sort=False)}
+    by_identity_label = {(k[0], k[1]): label for k, label in labels.items()}
     outcomes: list[Outcome] = []
     used: set[tuple[str, str, str]] = set()
+    seen: set[str] = set()
     for row in symptoms.to_dict("records"):
         group = by_identity.get(row["identity"])
         if row.get("role") != "mutant" or group is None:
             continue
         identity = _labelled_identity(row["identity"], target, script.name)
+        seen.add(identity)
         first = group.iloc[0]
         key = (script.name, identity, cs.diff_hash(first["diff"]))
         label = labels.get(key)
+        reason = label.reason if label else ""
         if label is not None:
             used.add(key)
-        state, reason, said = state_of(row, group)
+        elif (other := by_identity_label.get(key[:2])) is not None:
+            reason = f"stale: its label ({other.label}) is for the diff {other.diff_hash}"
+        state, why, said = state_of(row, group)
         outcomes.append(
             Outcome(
                 script=script.name,
@@ -214,10 +220,10 @@ def join(
                 operator=row["operator"],
                 line=label.line if label else _first_line(first.get("lines", "")),
                 state=state,
-                reason=reason,
+                reason=why,
                 witness=said,
                 label=label.label if label else None,
-                label_reason=label.reason if label else "",
+                label_reason=reason,
                 seeds=len(group),
             )
         )
@@ -226,6 +232,7 @@ def join(
         for key, label in labels.items()
         if key[0] == script.name
         and key not in used
+        and key[1] not in seen  # a stale label is said with its mutant
         and (operators is None or label.operator in operators)
     ]
     return outcomes, orphans
