@@ -99,7 +99,14 @@ def checkout(script: cs.Script, root: Path, into: Path) -> tuple[Path, list[str]
     git = ["git", f"--git-dir={git_dir}"]
     folder = str(PurePosixPath(script.path).parent)
     listed = subprocess.run(
-        [*git, "ls-tree", "-r", "-z", script.commit, "--", "" if folder == "." else f"{folder}/"],
+        [
+            *git,
+            "ls-tree",
+            "-r",
+            "-z",
+            script.commit,
+            *([] if folder == "." else ["--", f"{folder}/"]),
+        ],
         capture_output=True,
     )
     if listed.returncode != 0:

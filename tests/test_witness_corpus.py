@@ -145,6 +145,16 @@ def test_the_tiny_script_measured_against_its_labels(tmp_path: Path, capsys):
     assert "unlabelled: tiny.py::<module>::scale_lr#0" in text
 
 
+def test_checkout_of_a_top_level_file_takes_the_whole_tree(tmp_path: Path):
+    mirror, commit = _mirror(tmp_path)
+    script = cs.Script("t", "someone/tiny", commit, "other.txt", "test")
+    path, absent = wc.checkout(script, mirror, tmp_path / "out")
+    assert path == tmp_path / "out" / "other.txt" and absent == []
+    assert (tmp_path / "out" / "sub" / "train.py").read_text() == TINY.read_text()
+    with pytest.raises(ValueError, match="no mirror"):
+        wc.checkout(cs.Script("t", "someone/else", commit, "a.py", ""), mirror, tmp_path)
+
+
 def test_the_state_of_a_mutant_from_its_catalog_rows():
     import pandas as pd
 
