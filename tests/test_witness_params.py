@@ -12,7 +12,7 @@ from experiments.harness import observe
 from experiments.witness import CONFIRMED, STILLBORN, UNCONFIRMED, decide, operator_parts
 
 
-def _raw_loop(*, zero=(True, True), update=(True, True), lr=1e-3, steps=12):
+def _raw_loop(*, zero=(True, True), update=(True, True), lr=1e-3, steps=12, retain=False):
     """Two weights trained by hand, no module and no optimizer (the autograd tutorial's
     loop): ``zero[i]``/``update[i]`` clear and update weight i."""
     observed = observe.install()
@@ -23,7 +23,7 @@ def _raw_loop(*, zero=(True, True), update=(True, True), lr=1e-3, steps=12):
         w2 = torch.randn(8, 2, generator=g, requires_grad=True)
         for _ in range(steps):
             loss = (x.mm(w1).clamp(min=0).mm(w2) - y).pow(2).sum()
-            loss.backward()
+            loss.backward(retain_graph=retain)
             with torch.no_grad():
                 for weight, moves, clears in zip((w1, w2), update, zero):
                     if moves:
@@ -83,6 +83,31 @@ def test_a_hand_written_update_removed_or_rescaled():
     assert _module_loop()["manual_updates"] > 0
     verdict = _decide("drop_optimizer_step", _module_loop(update=False), _module_loop())
     assert verdict.state == CONFIRMED
+
+
+def test_a_retained_graph_alive_while_the_next_one_is_built_without_a_module():
+    reference = _raw_loop()
+    flat = _raw_loop(retain=True)  # `loss = ...` drops it only after the next forward
+    assert reference["retained_graph"][0] == 0 and flat["retained_graph"][0] > 0
+    assert _decide("retain_graph_left_in", flat, reference).state == CONFIRMED
+
+    def step(w, x):  # the graph dies with the frame, before any new graph: equivalent
+        loss = (x * w).pow(2).sum()
+        loss.backward(retain_graph=True)
+        with torch.no_grad():
+            w -= 0.01 * w.grad
+            w.grad.zero_()
+        return loss.item()
+
+    observed = observe.install()
+    try:
+        w = torch.ones(3, requires_grad=True)
+        for _ in range(5):
+            step(w, torch.randn(3))
+        facts = observed.facts()
+    finally:
+        observed.remove()
+    assert facts["retained_graph"][0] == 0
 
 
 def test_an_optimizer_loop_counts_no_hand_written_update():

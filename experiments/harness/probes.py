@@ -24,6 +24,7 @@ import torch
 
 from experiments.harness.digest import EVERY, HEAD, Sampled, digest, resolve
 from experiments.harness.modes import ModeModules, modes
+from experiments.harness.probe_graphs import Death, any_alive, sentinels
 from experiments.harness.probe_params import Updates, leaves, tied_units
 
 EVENTS = (
@@ -44,41 +45,6 @@ MAX_MODULES = 4  # top-level modules of training forwards kept for the parameter
 MAX_LR_CHANGES = 64
 _GROUP_KEYS = ("lr", "weight_decay", "eps", "momentum")
 _Tensor = torch.Tensor
-
-
-class _Sentinel:
-    """Put on a graph's root node: it lives exactly as long as the node (weakref test)."""
-
-    __slots__ = ("__weakref__",)
-
-    def __call__(self, grad_outputs: Any) -> None:
-        return None
-
-
-def _sentinels(tensor: Any) -> tuple[Any, ...]:
-    """Weak references that die with the graph of ``tensor``: on its root node and on the
-    root's first input (``(loss / k).backward()`` backwards a temporary whose root dies at
-    once, while the loss's own node is what a running total keeps)."""
-    root = getattr(tensor, "grad_fn", None)
-    if root is None:
-        return ()
-    nodes = [root]
-    for child, _ in root.next_functions[:1]:
-        if child is not None and type(child).__name__ != "AccumulateGrad":
-            nodes.append(child)
-    refs = []
-    for node in nodes:
-        sentinel = _Sentinel()
-        try:
-            node.register_prehook(sentinel)
-        except RuntimeError:
-            continue
-        refs.append(weakref.ref(sentinel))
-    return tuple(refs)
-
-
-def _any_alive(refs: tuple[Any, ...]) -> bool:
-    return any(ref() is not None for ref in refs)
 
 
 class Probes:
@@ -118,6 +84,7 @@ class Probes:
         self.backwards = 0
         self._last_graph: tuple[Any, ...] = ()
         self._retained: tuple[Any, ...] = ()
+        self._retained_death: Death | None = None
         self._empty_step = -1
         self._last_lr: float | None = None
 
@@ -132,8 +99,8 @@ class Probes:
     # -- forwards (forwards.py) ------------------------------------------------------
     def enter_forward(self) -> int:
         if self._retained:
-            if _any_alive(self._retained):
-                self.event("retained_graph")
+            if any_alive(self._retained) and self._retained_death is not None:
+                self._retained_death.seen()
             self._retained = ()
         return self.dropouts
 
@@ -216,7 +183,7 @@ class Probes:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
         if isinstance(loss, _Tensor) and not loss.requires_grad:
             self.event("backward_no_graph")
-        if _any_alive(self._last_graph):
+        if any_alive(self._last_graph):
             self.event("graph_kept")
         self._stale_pre = [self._uncleared(stale) for stale in self._stale]
         self.updates.check(optimizer_stepped=self.optimizer_count > 0)
@@ -253,9 +220,14 @@ class Probes:
         count = self.backwards
         self.backwards = count + 1
         sampled = count < HEAD or count % EVERY == 0
-        self._last_graph = _sentinels(loss) if sampled else ()
+        self._last_graph = sentinels(loss) if sampled else ()
         if retain:
             self._retained = self._last_graph
+            self._retained_death = (
+                Death(lambda: self.event("retained_graph"), self._last_graph)
+                if self._last_graph
+                else None
+            )
         if sampled and not self.optimizer_count:
             self.updates.watch(stale[0] for stale in self._stale)
 

@@ -13,7 +13,8 @@ from typing import Any
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
 # 10: witness facts of parameters no module holds, hand-written updates and tied units
-#     (``manual_updates``, ``manual_lr``, ``tied_units``; probe_params.py);
+#     (``manual_updates``, ``manual_lr``, ``tied_units``; probe_params.py), and a retained
+#     graph seen alive without a module forward (probe_graphs.py);
 # 9: witness probes (end record and result ``witness``: the facts experiments.witness compares);
 # 8: reach probes count hits while evaluating (end record ``reach_eval``, ``reach_eval_hits``);
 # 7: the end record's ``raised`` (exception, frames in the mutated file), ``stillborn``;
