@@ -146,6 +146,7 @@ def summary(results: list[wc.ScriptResult]) -> dict:
         ),
         "operators": {name: dict(counts) for name, counts in sorted(operators.items())},
         "disagreements": [asdict(o) for o in labelled if o.agrees is False],
+        "undeclared": [asdict(o) for o in outcomes if o.state == wc.CRASH_UNDECLARED],
         "seconds": round(sum(r.seconds for r in results), 1),
     }
 
@@ -191,6 +192,12 @@ def report(half: str, numbers: dict) -> list[str]:
             f"  {o['label']} but {state}: {o['identity']} (line {o['line']}, {o['diff_hash']})",
             f"      label: {o['label_reason']}",
             f"      witness: {o['witness']}",
+        ]
+    if numbers["undeclared"]:
+        out.append("\nconfirmed, then an undeclared crash (for a reader to judge):")
+        out += [
+            f"  {o['label'] or 'unlabelled'}: {o['identity']}: {o['witness']}"
+            for o in numbers["undeclared"]
         ]
     for line in numbers["errors"]:
         out.append(f"not measured: {line}")

@@ -129,7 +129,7 @@ def test_the_tiny_script_measured_against_its_labels(tmp_path: Path, capsys):
     assert numbers["confusion"]["ok"] == {"confirmed": 1}
     assert numbers["confusion"]["false"] == {"equivalent": 1}
     assert numbers["confusion"]["different"] == {"confirmed": 1}
-    assert numbers["ok_confirmed"] == [1, 1]
+    assert numbers["ok_confirmed"] == [1, 1] and numbers["undeclared"] == []
     assert numbers["wrong_set_aside"] == [1, 2]
     assert numbers["operators"]["retain_graph_left_in"]["wrong_set_aside"] == 1
     (disagreement,) = numbers["disagreements"]
