@@ -85,6 +85,12 @@ FACTS: dict[str, tuple[str, str]] = {
     ),
     "no_grad_params": ("count", "trained modules' parameters without a gradient at step 1"),
     "zero_params": ("count", "parameter tensors that are all zero at the first step"),
+    "tied_units": ("count", "weight tensors whose rows (units) are all equal after two steps"),
+    "manual_updates": (
+        "count",
+        "sampled backwards after which a parameter moved with no torch.optim step (by hand)",
+    ),
+    "manual_lr": ("value", "a hand-written update's size against its gradient, the first time"),
     "steps": ("count", "optimizer steps"),
     "backward_calls": ("count", "backward() calls"),
     "train_samples": ("count", "samples the training forwards saw"),

@@ -24,6 +24,8 @@ import torch
 
 from experiments.harness.digest import EVERY, HEAD, Sampled, digest, resolve
 from experiments.harness.modes import ModeModules, modes
+from experiments.harness.probe_graphs import Death, any_alive, sentinels
+from experiments.harness.probe_params import Updates, leaves, tied_units
 from experiments.harness.probes_mechanism import Networks, gradients, second_input
 
 EVENTS = (
@@ -54,41 +56,6 @@ MAX_MODULES = 4  # top-level modules of training forwards kept for the parameter
 MAX_LR_CHANGES = 64
 _GROUP_KEYS = ("lr", "weight_decay", "eps", "momentum")
 _Tensor = torch.Tensor
-
-
-class _Sentinel:
-    """Put on a graph's root node: it lives exactly as long as the node (weakref test)."""
-
-    __slots__ = ("__weakref__",)
-
-    def __call__(self, grad_outputs: Any) -> None:
-        return None
-
-
-def _sentinels(tensor: Any) -> tuple[Any, ...]:
-    """Weak references that die with the graph of ``tensor``: on its root node and on the
-    root's first input (``(loss / k).backward()`` backwards a temporary whose root dies at
-    once, while the loss's own node is what a running total keeps)."""
-    root = getattr(tensor, "grad_fn", None)
-    if root is None:
-        return ()
-    nodes = [root]
-    for child, _ in root.next_functions[:1]:
-        if child is not None and type(child).__name__ != "AccumulateGrad":
-            nodes.append(child)
-    refs = []
-    for node in nodes:
-        sentinel = _Sentinel()
-        try:
-            node.register_prehook(sentinel)
-        except RuntimeError:
-            continue
-        refs.append(weakref.ref(sentinel))
-    return tuple(refs)
-
-
-def _any_alive(refs: tuple[Any, ...]) -> bool:
-    return any(ref() is not None for ref in refs)
 
 
 class Probes:
@@ -125,18 +92,22 @@ class Probes:
         self.foreign_grads = 0
         self.no_grad_params: int | None = None
         self.zero_params: int | None = None
+        self.tied_units: int | None = None
+        self.updates = Updates()  # hand-written updates (probe_params.py)
         self.lr: list[list[float]] = []
         self.dirty = self.fresh = False
         self._modes = ModeModules()
         self._seen: dict[int, Any] = {}  # id(optimizer) -> weakref
         self._modules: dict[int, Any] = {}  # id -> weakref: training forwards' modules
-        # (param, grad, its version, zero_grad calls) after the last backward.
-        self._stale: tuple[Any, Any, int, int] | None = None
-        self._stale_pre = False
+        # (param, grad, its version, zero_grad calls) after the last backward, per watched
+        # parameter (one of a module; a few leaves when no module holds any).
+        self._stale: list[tuple[Any, Any, int, int]] = []
+        self._stale_pre: list[bool] = []
         self.zero_grads = 0  # zero_grad() calls (probe_calls.py)
         self.backwards = 0
         self._last_graph: tuple[Any, ...] = ()
         self._retained: tuple[Any, ...] = ()
+        self._retained_death: Death | None = None
         self._empty_step = -1
         self._last_lr: float | None = None
         self.networks = Networks()  # which network each top-level forward ran
@@ -160,8 +131,8 @@ class Probes:
     # -- forwards (forwards.py) ------------------------------------------------------
     def enter_forward(self) -> int:
         if self._retained:
-            if _any_alive(self._retained):
-                self.event("retained_graph")
+            if any_alive(self._retained) and self._retained_death is not None:
+                self._retained_death.seen()
             self._retained = ()
         return self.dropouts
 
@@ -255,17 +226,15 @@ class Probes:
             self.event("backward_no_graph")
         if isinstance(loss, _Tensor) and loss.numel() != 1:  # an unreduced loss
             self.event("nonscalar_backward")
-        if _any_alive(self._last_graph):
+        if any_alive(self._last_graph):
             self.event("graph_kept")
-        self._stale_pre = self._uncleared()
+        self._stale_pre = [self._uncleared(stale) for stale in self._stale]
+        self.updates.check(optimizer_stepped=self.optimizer_count > 0)
 
-    def _uncleared(self) -> bool:
-        """Whether the sampled parameter's gradient is still the one the last backward left:
+    def _uncleared(self, stale: tuple[Any, Any, int, int]) -> bool:
+        """Whether a sampled parameter's gradient is still the one the last backward left:
         the same tensor, and no ``zero_grad()`` since. Changed in place without one (a clip
         rescales it; a hand-written loop calls ``grad.zero_()``): uncleared unless zero."""
-        stale = self._stale
-        if stale is None:
-            return False
         param, grad, version, zeroed = stale
         if param.grad is not grad or self.zero_grads != zeroed:
             return False
@@ -274,31 +243,47 @@ class Probes:
     def after_backward(self, tensors: Any, retain: bool) -> None:
         loss = tensors[0] if isinstance(tensors, (tuple, list)) and tensors else tensors
         self.backward_since_step = True
-        stale = self._stale
-        if stale is not None:
-            grad = stale[0].grad
-            if self._stale_pre and grad is stale[1] and grad._version != stale[2]:
+        if self._stale:
+            kept, fired = [], False
+            for (param, old, version, _), pre in zip(self._stale, self._stale_pre):
+                grad = param.grad
+                fired = fired or (pre and grad is old and grad._version != version)
+                if grad is not None:
+                    kept.append((param, grad, grad._version, self.zero_grads))
+            if fired:
                 self.event("stale_grad")
-            keep = grad is not None
-            self._stale = (stale[0], grad, grad._version, self.zero_grads) if keep else None
+            self._stale = kept
         else:
-            self._stale = self._sample_grad()
-        # The graph's lifetime is checked on sampled backwards (a sentinel costs ~4 us).
+            self._stale = [
+                (param, param.grad, param.grad._version, self.zero_grads)
+                for param in self._sample_params(loss)
+            ]
+        # The graph's lifetime is checked on sampled backwards (a sentinel costs ~4 us),
+        # and so are hand-written updates while no optimizer has stepped.
         count = self.backwards
         self.backwards = count + 1
-        self._last_graph = _sentinels(loss) if count < HEAD or count % EVERY == 0 else ()
+        sampled = count < HEAD or count % EVERY == 0
+        self._last_graph = sentinels(loss) if sampled else ()
         if retain:
             self._retained = self._last_graph
+            self._retained_death = (
+                Death(lambda: self.event("retained_graph"), self._last_graph)
+                if self._last_graph
+                else None
+            )
+        if sampled and not self.optimizer_count:
+            self.updates.watch(stale[0] for stale in self._stale)
 
-    def _sample_grad(self) -> tuple[Any, Any, int, int] | None:
-        """The first parameter with a gradient of the latest trained module: whether a
-        later backward adds into that gradient uncleared is the stale-gradient probe."""
+    def _sample_params(self, loss: Any) -> list[Any]:
+        """The first parameter with a gradient of the latest trained module, else a few
+        leaves of the loss's graph (tensors no module holds): whether a later backward adds
+        into their gradients uncleared is the stale-gradient probe."""
         for ref in reversed(list(self._modules.values())):
             module = ref()
             for param in module.parameters() if module is not None else ():
                 if param.grad is not None:
-                    return (param, param.grad, param.grad._version, self.zero_grads)
-        return None
+                    return [param]
+        return leaves(loss)
 
     # -- optimizer steps (hooks.py) --------------------------------------------------
     def before_step(self, optimizer: torch.optim.Optimizer) -> None:
@@ -350,6 +335,12 @@ class Probes:
             self.dirty = True
         self._trained_now = 0
         groups = optimizer.param_groups
+        if self.tied_units is None and steps >= 2:  # once, after two updates
+            modules = [ref() for ref in self._modules.values()]
+            own = [p for m in modules if m is not None for p in m.parameters()]
+            held = [p for group in groups for p in group["params"]]
+            self.tied_units = tied_units({id(p): p for p in (*own, *held)}.values())
+            self.dirty = True
         lr = groups[0].get("lr") if groups else None
         if lr != self._last_lr and len(self.lr) < MAX_LR_CHANGES:
             self._last_lr = lr
@@ -373,6 +364,9 @@ class Probes:
             "foreign_grads": self.foreign_grads,
             "no_grad_params": self.no_grad_params,
             "zero_params": self.zero_params,
+            "tied_units": self.tied_units,
+            "manual_updates": self.updates.count,
+            "manual_lr": self.updates.lr,
             "train_samples": self.train_samples,
             "first_batch": self.first_batch,
             "optimizers": self.optimizer_count,

@@ -12,7 +12,11 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
-# 10: mechanism facts of the real-fault operators (stale forwards, networks in order,
+# 11: both 10s below, merged;
+# 10: witness facts of parameters no module holds, hand-written updates and tied units
+#     (``manual_updates``, ``manual_lr``, ``tied_units``; probe_params.py), and a retained
+#     graph seen alive without a module forward (probe_graphs.py);
+# 10 (beside it): mechanism facts of the real-fault operators (stale forwards, networks in order,
 #     gradients at the first step, clamps, cross-entropy on probabilities, reported numbers);
 # 9: witness probes (end record and result ``witness``: the facts experiments.witness compares);
 # 8: reach probes count hits while evaluating (end record ``reach_eval``, ``reach_eval_hits``);
@@ -21,7 +25,7 @@ from typing import Any
 # 5: sealed rows with their budget, output and trace caps, descendants end with a run;
 # 4: runs start in a private mirror of the invocation folder, reach probes, module mutants;
 # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
-HARNESS_VERSION = "10"
+HARNESS_VERSION = "11"
 
 
 @cache

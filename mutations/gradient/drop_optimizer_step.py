@@ -24,7 +24,7 @@ class DropOptimizerStep(Swap):
     category = "gradient"
     summary = "Remove optimizer.step(): gradients are computed but never applied."
     expected = "breaks_training"
-    witness = "fewer steps", "the optimizer never steps"
+    witness = "fewer steps|manual_updates", "the optimizer never steps"
     node_types = (cst.SimpleStatementLine,)
     examples = (
         # A hand-written update (no optimizer) is the step.

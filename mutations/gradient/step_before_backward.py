@@ -31,6 +31,8 @@ class StepBeforeBackward(Operator):
     summary = "Move optimizer.step() before loss.backward(): it never sees this batch's gradients."
     expected = "breaks_training"
     witness = "more empty_steps", "the optimizer steps before the gradients exist"
+    # A hand-written update reads gradients that do not exist yet (None): its TypeError.
+    crashes = ("NoneType",)
     node_types = (cst.SimpleStatementLine, cst.With, cst.For)
     examples = (
         # A hand-written update (no optimizer) that skips missing gradients is the step.

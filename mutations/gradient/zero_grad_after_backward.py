@@ -29,6 +29,8 @@ class ZeroGradAfterBackward(Operator):
     summary = "Move zero_grad() between backward() and step(): every update sees zero gradients."
     expected = "breaks_training"
     witness = "more empty_steps", "the optimizer steps on just-cleared gradients"
+    # A hand-written update reads the cleared (None) gradients: its TypeError is the step.
+    crashes = ("NoneType",)
     node_types = (cst.SimpleStatementLine,)
     examples = (
         Example(

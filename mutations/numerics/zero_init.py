@@ -79,7 +79,7 @@ class ZeroInit(Swap):
     category = "numerics"
     summary = "Weights initialised to zero: symmetry never broken, hidden layers stay dead."
     expected = "breaks_training"
-    witness = "more zero_params", "parameters are all zero at the first step"
+    witness = "more tied_units", "a layer's units stay identical: zero init never broke symmetry"
     node_types = (cst.Call, cst.SimpleStatementLine)
     examples = (
         Example(

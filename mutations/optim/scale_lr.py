@@ -40,7 +40,7 @@ class ScaleLr(Swap):
     category = "optim"
     summary = "Multiply the optimizer's learning rate by a factor (x100 by default, or x0.01)."
     expected = "breaks_training"
-    witness = "factor optimizer.lr", "the learning rate at the first step is scaled"
+    witness = "factor optimizer.lr|manual_lr", "the learning rate at the first step is scaled"
     node_types = (cst.Call, cst.Assign, cst.AnnAssign, cst.DictElement, cst.AugAssign)
     parameters = {
         "factor": Param(100.0, "multiplier applied to the learning rate", valid="(0, inf)")
