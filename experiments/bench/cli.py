@@ -221,12 +221,12 @@ def _score(argv: list[str]) -> int:
     return 0
 
 
-def _real_options(parser: Parser) -> None:
+def _real_options(parser: Parser, seeds: bool = True) -> None:
     parser.add_argument(
         "--real-faults",
         action="store_true",
-        help="also score the detectors on the real faults of the replay set, beside the "
-        "mutants (docs/real-faults.md)",
+        help="the real faults of the replay set too: scored beside the mutants, or in the "
+        "bundle (docs/real-faults.md)",
     )
     parser.add_argument(
         "--mirrors",
@@ -237,9 +237,10 @@ def _real_options(parser: Parser) -> None:
     parser.add_argument(
         "--real-set", metavar="FILE", help="replay set (default: benchmarks/real_faults.toml)"
     )
-    parser.add_argument(
-        "--real-seeds", type=int, default=3, help="seeds per offline run of a real fault"
-    )
+    if seeds:
+        parser.add_argument(
+            "--real-seeds", type=int, default=3, help="seeds per offline run of a real fault"
+        )
 
 
 def _real_setup(args):
@@ -249,7 +250,7 @@ def _real_setup(args):
     from experiments.bench.real.bench import prepare
 
     try:
-        return prepare(args.mirrors, args.real_set, args.real_seeds)
+        return prepare(args.mirrors, args.real_set, getattr(args, "real_seeds", 1))
     except ValueError as error:
         raise UserError(str(error)) from None
 
@@ -316,14 +317,21 @@ def _export(argv: list[str]) -> int:
     parser.add_argument("out", metavar="DIR")
     parser.add_argument("--results-dir", help="include the stored runs of this results folder")
     parser.add_argument("--loops", nargs="+", metavar="LOOP")
+    _real_options(parser, seeds=False)
     args = parser.parse_args(argv)
     from experiments.bench.corpus import reference_loops
     from experiments.bench.export import export_bundle
 
+    setup = _real_setup(args)
+    real = None
+    if setup is not None:
+        from experiments.bench.real.cases import collect
+
+        real = collect(setup.mirrors, setup.replay_set)
     try:
         loops = reference_loops(args.loops)
         counts = export_bundle(
-            Path(args.out), loops, Path(args.results_dir) if args.results_dir else None
+            Path(args.out), loops, Path(args.results_dir) if args.results_dir else None, real=real
         )
     except (KeyError, FileExistsError) as error:
         raise UserError(str(error).strip("'\"")) from None

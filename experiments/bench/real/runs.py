@@ -19,7 +19,8 @@ mutant (docs/truth.md, "Is the mutant the bug it claims?"):
 - the faulty runs differ from the fixed runs on some seed (``run_digest``): a fault whose
   runs are identical on every seed is *inert offline* (a ``.cuda()`` fault on a CPU).
 
-``shim = "gym"`` in a fault's run writes ``gym_shim.py`` as ``gym.py`` beside the script,
+``metrics`` (a ``loop.metrics`` pattern) names the number a script prints as its outcome
+(an RL script's average return). ``shim = "gym"`` in a fault's run writes ``gym_shim.py`` as ``gym.py`` beside the script,
 identical for both versions (the scripts' text is never edited), with ``episodes`` as its
 budget.
 """
@@ -184,7 +185,8 @@ def _tree(fault: Fault, mirrors: Path, into: Path) -> None:
 def _specs(fault: Fault, root: Path, variants: list[Variant], seeds: int) -> list[RunSpec]:
     run = fault.run
     shim = hashlib.sha256(shim_text(fault).encode()).hexdigest() if run.get("shim") else ""
-    context = (f"real-fault:{fault.repository}@{fault.fix}", f"shim:{shim}")
+    # The fault's own runs (a results folder finds a fault's runs by its id), of this tree.
+    context = (f"real-fault:{fault.id}:{fault.repository}@{fault.fix}", f"shim:{shim}")
     return [
         RunSpec(
             script=str(root / fault.path),
@@ -196,16 +198,23 @@ def _specs(fault: Fault, root: Path, variants: list[Variant], seeds: int) -> lis
             timeout_s=float(run.get("timeout_s", TIMEOUT_S)),
             cwd=str(root / run.get("cwd", ".")),
             context=context,
+            metrics=run.get("metrics"),
         )
         for variant in variants
         for seed in range(seeds)
     ]
 
 
-def _load(results_dir: Path, rows: list[dict[str, Any]]) -> dict[tuple[str, int], Run]:
-    keys = {Path(row["run_dir"]).name for row in rows if row.get("run_dir")}
+def load_stored(
+    results_dir: Path, rows: list[dict[str, Any]] | None = None, loop: str | None = None
+) -> dict[tuple[str, int], Run]:
+    """(identity, seed) -> the stored run: those of a sweep's ``rows``, or every run stored
+    under ``results_dir`` (of one ``loop``: a fault's id)."""
+    keys = {Path(row["run_dir"]).name for row in rows or () if row.get("run_dir")}
     out = {}
     for run in load_runs(results_dir, keys=keys or None):
+        if loop is not None and run.result.get("loop") != loop:
+            continue
         try:
             printed = (run.folder / STDOUT_FILE).read_bytes()
         except OSError:
@@ -232,6 +241,25 @@ def standing(runs: FaultRuns) -> str:
     if same:
         return "inert offline: the faulty runs equal the fixed runs on every seed"
     return LIVE
+
+
+def stored_runs(fault: Fault, pair: Pair, results_dir: Path, mutants: list[Variant]) -> FaultRuns:
+    """A fault's runs as a bench stored them (no run is made): its standing from them."""
+    runs = load_stored(results_dir, loop=fault.id)
+    seeds = 1 + max((seed for identity, seed in runs if identity == "none"), default=-1)
+    out = FaultRuns(fault, seeds, runs=runs)
+    for variant in mutants:
+        if variant.source == pair.faulty:
+            out.aliases[variant.identity] = faulty_identity(fault)
+    if not fault.run:
+        out.standing = NOT_DECLARED
+    else:
+        out.standing = (
+            standing(out)
+            if seeds
+            else "no stored runs (run `trainwreck bench --real-faults` with a run detector)"
+        )
+    return out
 
 
 def run_fault(
@@ -267,6 +295,6 @@ def run_fault(
         root = Path(folder)
         _tree(fault, mirrors, root)
         rows = run_sweep(_specs(fault, root, variants, seeds), results_dir, workers=workers)
-        out.runs = _load(results_dir, rows)
+        out.runs = load_stored(results_dir, rows)
     out.standing = standing(out)
     return out
