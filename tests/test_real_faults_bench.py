@@ -29,9 +29,10 @@ INERT_LINE = line_of(VERSIONS["inert.py"][0], "    loss = criterion(model(x), y)
 RUN = '{ argv = [], cwd = "." }'
 
 
-@pytest.fixture
-def replay(tmp_path: Path) -> tuple[Path, Path]:
+@pytest.fixture(scope="module")
+def replay(tmp_path_factory) -> tuple[Path, Path]:
     """(mirrors, replay set): three faults of one fix, plus one that declares no run."""
+    tmp_path = tmp_path_factory.mktemp("replay")
     mirrors = tmp_path / "mirrors"
     commits = make_repo(mirrors, REPO, VERSIONS)
     entries = [
@@ -43,6 +44,16 @@ def replay(tmp_path: Path) -> tuple[Path, Path]:
     path = tmp_path / "set.toml"
     path.write_text("".join(entries))
     return mirrors, path
+
+
+@pytest.fixture(scope="module")
+def results(replay, tmp_path_factory) -> Path:
+    """A results folder whose ``real_faults`` holds the faults' runs on 2 seeds (made once
+    for the module: the bench and the export find them in the harness's cache)."""
+    mirrors, path = replay
+    folder = tmp_path_factory.mktemp("results")
+    run_all(collect(mirrors, path), mirrors, 2, folder / "real_faults")
+    return folder
 
 
 def _outcome(truth: Truth, *rules: str) -> Outcome:
@@ -84,10 +95,14 @@ def test_static_cases_and_provenance_of_each_fault(replay):
     assert record["coupled_operators"] == ["drop_zero_grad"] and record["coupling"] == "exact"
 
 
-def test_runs_stand_as_ground_truth_only_when_live(replay, tmp_path: Path):
+def test_runs_stand_as_ground_truth_only_when_live(replay, results: Path):
     mirrors, path = replay
     faults = {item.fault.id: item for item in collect(mirrors, path)}
-    run_all(list(faults.values()), mirrors, 2, tmp_path / "results")
+    stored = results / "real_faults"
+    before = sorted(p.name for p in (stored / "runs").iterdir())
+    # Every run comes from the harness's cache: nothing new is stored.
+    run_all(list(faults.values()), mirrors, 2, stored)
+    assert sorted(p.name for p in (stored / "runs").iterdir()) == before
     assert faults["live"].runs.standing == LIVE
     assert faults["inert"].runs.standing.startswith("inert offline")
     assert faults["broken"].runs.standing.startswith("the fixed version does not end ok")
@@ -97,15 +112,10 @@ def test_runs_stand_as_ground_truth_only_when_live(replay, tmp_path: Path):
     faulty = [case for case in cases if case.truth.identity == "real::live"]
     assert sorted(case.seed for case in faulty) == [0, 1]
     assert all(case.result["reached"] for case in faulty)
-    # A second call stores nothing new: every run comes from the harness's cache.
-    before = sorted(p.name for p in (tmp_path / "results" / "runs").iterdir())
-    run_all(list(faults.values()), mirrors, 2, tmp_path / "results")
-    assert sorted(p.name for p in (tmp_path / "results" / "runs").iterdir()) == before
 
 
-def test_bench_real_faults_scores_a_static_and_a_run_detector(replay, tmp_path: Path, capsys):
+def test_bench_real_faults_scores_a_static_and_a_run_detector(replay, results: Path, capsys):
     mirrors, path = replay
-    results = tmp_path / "results"
     argv = ["--detector", "trainwreck-lint", "--detector", "trainwreck-rules"]
     argv += ["--loops", "mlp_digits", "--operator", "drop_zero_grad", "--results-dir", str(results)]
     argv += [
@@ -154,11 +164,10 @@ def test_bench_real_faults_bad_mirrors_is_one_line_and_exit_2(tmp_path: Path, ca
     assert prepare(None, None, 3).mirrors == tmp_path
 
 
-def test_export_includes_the_real_faults_with_provenance(replay, tmp_path: Path, capsys):
+def test_export_includes_the_real_faults_with_provenance(
+    replay, results: Path, tmp_path: Path, capsys
+):
     mirrors, path = replay
-    results = tmp_path / "results"
-    faults = collect(mirrors, path)
-    run_all(faults, mirrors, 2, results / "real_faults")
     bundle = tmp_path / "bundle"
     argv = ["export", str(bundle), "--loops", "mlp_digits", "--results-dir", str(results)]
     assert (
