@@ -6,7 +6,7 @@ Usage: python benchmarks/bench_real_faults.py --mirrors DIR [--json] [--only ID 
 
 Reads each fix of ``benchmarks/real_faults.toml`` from the git mirrors under DIR (faulty =
 the fix's parent, fixed = the fix), mutates the fixed file with every operator and decides
-the coupling (``real_faults_coupling``: exact, partial, none). ``--run`` also runs, for the
+the coupling (``experiments.bench.real.coupling``: exact, partial, none). ``--run`` also runs, for the
 faults that declare how to run offline (``run`` in the set), the fixed file, the faulty one
 and the candidate mutants through the harness on the same seeds: a mutant whose runs have
 the faulty version's trace on every seed makes the fault ``equivalent``, and a side-by-side
@@ -27,15 +27,16 @@ for _path in (str(HERE.parent), str(HERE)):
         sys.path.insert(0, _path)
 
 import real_faults_report  # noqa: E402
-import real_faults_set  # noqa: E402
-from real_faults_coupling import UNREAD, Coupling, couple  # noqa: E402
+
+from experiments.bench.real import replay  # noqa: E402
+from experiments.bench.real.coupling import UNREAD, Coupling, couple  # noqa: E402
 
 
-def evaluate(faults: list[real_faults_set.Fault], mirrors: Path) -> list[Coupling]:
+def evaluate(faults: list[replay.Fault], mirrors: Path) -> list[Coupling]:
     results = []
     for fault in faults:
         try:
-            pair = real_faults_set.read_pair(fault, mirrors)
+            pair = replay.read_pair(fault, mirrors)
         except ValueError as error:
             results.append(Coupling(fault, UNREAD, reason=str(error)))
             continue
@@ -46,7 +47,7 @@ def evaluate(faults: list[real_faults_set.Fault], mirrors: Path) -> list[Couplin
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", required=True, help="folder of <owner>+<name>/repo mirrors")
-    parser.add_argument("--set", default=str(real_faults_set.REPLAY_SET), help="replay-set TOML")
+    parser.add_argument("--set", default=str(replay.REPLAY_SET), help="replay-set TOML")
     parser.add_argument("--only", nargs="*", default=[], help="fault ids to evaluate")
     parser.add_argument("--json", action="store_true", help="print the per-fault rows as JSON")
     parser.add_argument(
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        faults = real_faults_set.load(Path(args.set))
+        faults = replay.load(Path(args.set))
     except (OSError, ValueError) as error:
         print(f"bench_real_faults: {error}", file=sys.stderr)
         return 2

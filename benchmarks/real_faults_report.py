@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from real_faults_coupling import EQUIVALENT, EXACT, NONE, PARTIAL, UNREAD, Coupling
-from real_faults_set import CLASSES
-
+from experiments.bench.real.coupling import EQUIVALENT, EXACT, NONE, PARTIAL, UNREAD, Coupling
+from experiments.bench.real.replay import CLASSES
 from mutations.registry import operator_classes
 
 

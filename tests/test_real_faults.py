@@ -16,10 +16,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_real_faults  # noqa: E402
 import real_faults_report  # noqa: E402
-from real_faults_coupling import EXACT, NONE, PARTIAL, UNREAD, Coupling, couple  # noqa: E402
-from real_faults_diff import diff, flatten  # noqa: E402
-from real_faults_set import Fault, Pair, load  # noqa: E402
 
+from experiments.bench.real.coupling import EXACT, NONE, PARTIAL, UNREAD, Coupling, couple  # noqa: E402
+from experiments.bench.real.diff import diff, flatten  # noqa: E402
+from experiments.bench.real.replay import Fault, Pair, load  # noqa: E402
 from mutations.registry import operator_classes  # noqa: E402
 
 FIXED = """\

@@ -141,11 +141,13 @@ def _score(argv: list[str]) -> int:
     parser.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE", help="detector options"
     )
+    _real_options(parser)
     args = parser.parse_args(argv)
     if not args.detector:
         raise UserError(
             "give --detector NAME (repeatable); `trainwreck bench detectors` lists them"
         )
+    real = _real_setup(args)
     from experiments.bench import leaderboard, score
     from experiments.bench.api import get_detector
     from experiments.bench.corpus import reference_loops, run_cases, source_cases
@@ -168,6 +170,7 @@ def _score(argv: list[str]) -> int:
             f"--clean-code {args.clean_code}: not a folder (give one with *.py scripts)"
         )
     reports = []
+    training: dict[str, list] = {}  # the cases a learned detector is fitted on for real faults
     # Mutants that are not the bug they claim are no ground truth (bench/validity.py).
     validity = mutant_validity(results_dir)
     for detector in detectors:
@@ -187,6 +190,7 @@ def _score(argv: list[str]) -> int:
                 file=sys.stderr,
             )
         cases = kept
+        training[detector.name] = cases
         report = score.run_detector(detector, cases, args.timeout, progress_printer(detector.name))
         reports.append(report)
     written = leaderboard.write_leaderboard(reports, results_dir / "bench", args.line_tolerance)
@@ -197,9 +201,58 @@ def _score(argv: list[str]) -> int:
         )
     )
     print("\n" + validity.section())
+    if real is not None:
+        from experiments.bench.real.bench import score_real
+
+        text, files = score_real(
+            real,
+            detectors,
+            reports,
+            training,
+            results_dir,
+            args.timeout,
+            args.line_tolerance,
+            progress_printer,
+        )
+        print(text)
+        written += files
     print(validity.line(), file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
+
+
+def _real_options(parser: Parser, seeds: bool = True) -> None:
+    parser.add_argument(
+        "--real-faults",
+        action="store_true",
+        help="the real faults of the replay set too: scored beside the mutants, or in the "
+        "bundle (docs/real-faults.md)",
+    )
+    parser.add_argument(
+        "--mirrors",
+        metavar="DIR",
+        help="git mirrors of the replay set's repositories, DIR/<owner>+<name>/repo (default: "
+        "$TRAINWRECK_MIRRORS, else /work/.mirror where it exists)",
+    )
+    parser.add_argument(
+        "--real-set", metavar="FILE", help="replay set (default: benchmarks/real_faults.toml)"
+    )
+    if seeds:
+        parser.add_argument(
+            "--real-seeds", type=int, default=3, help="seeds per offline run of a real fault"
+        )
+
+
+def _real_setup(args):
+    """The checked real-fault options (None without --real-faults); UserError when wrong."""
+    if not args.real_faults:
+        return None
+    from experiments.bench.real.bench import prepare
+
+    try:
+        return prepare(args.mirrors, args.real_set, getattr(args, "real_seeds", 1))
+    except ValueError as error:
+        raise UserError(str(error)) from None
 
 
 def _source_cases(build, loops, args):
@@ -264,14 +317,21 @@ def _export(argv: list[str]) -> int:
     parser.add_argument("out", metavar="DIR")
     parser.add_argument("--results-dir", help="include the stored runs of this results folder")
     parser.add_argument("--loops", nargs="+", metavar="LOOP")
+    _real_options(parser, seeds=False)
     args = parser.parse_args(argv)
     from experiments.bench.corpus import reference_loops
     from experiments.bench.export import export_bundle
 
+    setup = _real_setup(args)
+    real = None
+    if setup is not None:
+        from experiments.bench.real.cases import collect
+
+        real = collect(setup.mirrors, setup.replay_set)
     try:
         loops = reference_loops(args.loops)
         counts = export_bundle(
-            Path(args.out), loops, Path(args.results_dir) if args.results_dir else None
+            Path(args.out), loops, Path(args.results_dir) if args.results_dir else None, real=real
         )
     except (KeyError, FileExistsError) as error:
         raise UserError(str(error).strip("'\"")) from None

@@ -63,9 +63,14 @@ Operators in this bundle: {operators}.
 
 
 def export_bundle(
-    out: Path, loops: Sequence[Path], results_dir: Path | None = None, epochs: int = 1
+    out: Path,
+    loops: Sequence[Path],
+    results_dir: Path | None = None,
+    epochs: int = 1,
+    real: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """Write the bundle to ``out`` atomically; returns counts. ``out`` must not exist or be empty."""
+    """Write the bundle to ``out`` atomically; returns counts. ``out`` must not exist or be
+    empty. ``real``: the real faults to include (``experiments.bench.real.cases.collect``)."""
     out = out.resolve()
     validity = mutant_validity(results_dir)
     with staged_folder(out) as staging:
@@ -73,6 +78,10 @@ def export_bundle(
         runs = run_cases(results_dir) if results_dir is not None else []
         runs = [case for case in runs if validity.keeps(case)]
         index = _write_sources(staging, cases, validity) + _write_runs(staging, runs)
+        if real is not None:
+            from experiments.bench.real.bundle import write_real_faults
+
+            index += write_real_faults(staging, real, results_dir, index_row)
         _write_index(staging, index)
         operators = sorted({op for case in cases for op in case.truth.operators})
         from mutator.operator import CATEGORIES
@@ -82,12 +91,21 @@ def export_bundle(
             operators=", ".join(operators) or "none",
             validity=_validity_note(results_dir, validity),
         )
+        if real is not None:
+            from experiments.bench.real.bundle import README as REAL_README
+
+            readme += REAL_README
         if problems:
             readme += "\nOperators that failed while building this bundle:\n\n"
             readme += "".join(f"- {problem}\n" for problem in problems)
         (staging / "README.md").write_text(readme, encoding="utf-8")
     kinds = [row["kind"] for row in index]
-    return {kind: kinds.count(kind) for kind in ("clean", "mutant", "run")} | {
+    counted = (
+        ("clean", "mutant", "run", "real_faulty", "real_run")
+        if real
+        else ("clean", "mutant", "run")
+    )
+    return {kind: kinds.count(kind) for kind in counted} | {
         "not ground truth": sum(1 for row in index if row.get("validity") == STILLBORN),
         "problems": len(problems),
     }
@@ -125,7 +143,7 @@ def _write_sources(root: Path, cases: list[Case], validity: MutantValidity) -> l
             (root / relative).parent.mkdir(parents=True, exist_ok=True)
             (root / relative).write_text(case.script.source, encoding="utf-8")
             why = validity.of(case.loop, truth.identity) if kind == "mutant" else ""
-            row = {**_row(kind, relative, case, seed=None, status=None), "validity": why}
+            row = {**index_row(kind, relative, case, seed=None, status=None), "validity": why}
             if kind == "mutant" and validity.keeps(case):
                 truth_file.write(json.dumps(row) + "\n")
             rows.append(row)
@@ -142,12 +160,12 @@ def _write_runs(root: Path, runs: list[Case]) -> list[dict[str, Any]]:
         for name in (RESULT_FILE, TRACE_FILE):
             if (case.run_folder / name).exists():
                 shutil.copyfile(case.run_folder / name, target / name)
-        row = _row("run", Path("traces") / key, case, case.seed, case.result.get("status"))
+        row = index_row("run", Path("traces") / key, case, case.seed, case.result.get("status"))
         rows.append({**row, "validity": ""})
     return rows
 
 
-def _row(kind: str, path: Path, case: Case, seed: int | None, status: Any) -> dict[str, Any]:
+def index_row(kind: str, path: Path, case: Case, seed: int | None, status: Any) -> dict[str, Any]:
     """One index row: where the file is, and the case's ground truth (same keys, same order,
     for scripts and runs)."""
     truth = case.truth

@@ -118,7 +118,7 @@ def _with_timeout(function: Callable[[], Any], seconds: float) -> Any:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _run_one(detector: Detector, case: Case, timeout_s: float) -> Outcome:
+def run_one(detector: Detector, case: Case, timeout_s: float) -> Outcome:
     started = time.perf_counter()
     outcome = Outcome(case)
     try:
@@ -169,7 +169,7 @@ def run_detector(
     else:
         for done, case in enumerate(cases, 1):
             interrupt.check()  # a Ctrl-C a detector swallowed ends the benchmark here
-            report.outcomes.append(_run_one(detector, case, timeout))
+            report.outcomes.append(run_one(detector, case, timeout))
             if progress:
                 progress(done, len(cases))
     report.seconds = time.perf_counter() - started
@@ -204,7 +204,7 @@ def _leave_one_loop_out(
             continue
         for case in held_out:
             interrupt.check()
-            outcomes.append(_run_one(detector, case, timeout))
+            outcomes.append(run_one(detector, case, timeout))
             if progress:
                 progress(len(outcomes), len(cases))
     return outcomes

@@ -1,7 +1,7 @@
 """Does a mutant of the fixed file make the real fault? Static coupling (issue 32).
 
 The *fault* is the part of the fix's diff that the pinned lines touch: the statement-level
-edits (``real_faults_diff``) that turn the fixed file back into the faulty one, restricted
+edits (``experiments.bench.real.diff``) that turn the fixed file back into the faulty one, restricted
 to those whose faulty-side lines meet the fault's lines (a fix commit that also reformats or
 renames elsewhere keeps only its fault). Every operator, with each declared variant, mutates
 the fixed file (``SourceFile.find_sites(all_variants())``). Verdicts:
@@ -17,7 +17,7 @@ the fixed file (``SourceFile.find_sites(all_variants())``). Verdicts:
 - ``none``: neither. The fault's ``operator`` names what would make it: a registered
   operator whose matcher finds no site here, or a proposed one.
 
-``equivalent`` is decided at run time (``real_faults_runs``), never here.
+``equivalent`` is decided at run time (``experiments.bench.real.runs``), never here.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from real_faults_diff import Edit, diff, flatten, identities
-from real_faults_set import CATEGORY_OF_CLASS, Fault, Pair
-
+from experiments.bench.real.diff import Edit, diff, flatten, identities
+from experiments.bench.real.replay import CATEGORY_OF_CLASS, Fault, Pair
 from mutations.registry import all_variants, operator_classes
 from mutator import MutationError, SourceFile
 
@@ -43,6 +42,8 @@ class Coupling:
     verdict: str
     operators: tuple[str, ...] = ()  # what made the verdict (exact or partial)
     identity: str = ""  # the exact mutant's identity
+    source: str = ""  # the exact mutant's text (the fixed file rewritten)
+    entry: dict = field(default_factory=dict)  # the exact mutant's manifest entry
     order: int = 0
     reason: str = ""
     mutants: int = 0
@@ -98,7 +99,7 @@ def couple(fault: Fault, pair: Pair, operators=None) -> Coupling:
         except (MutationError, SyntaxError):
             continue
         if edits == target:
-            return _exact(result, [site], mutant.identity)
+            return _exact(result, [site], mutant)
         if edits and _inside(edits, target):
             parts[site.operator.label].append(site)
         at_fault = bool(category) and site.operator.category == category
@@ -107,8 +108,8 @@ def couple(fault: Fault, pair: Pair, operators=None) -> Coupling:
             result.candidates.append(mutant.identity)
     combined = _higher_order(source, fixed_entries, parts, target)
     if combined is not None:
-        chosen, identity = combined
-        return _exact(result, chosen, identity)
+        chosen, mutant = combined
+        return _exact(result, chosen, mutant)
     if same_kind:
         result.verdict = PARTIAL
         result.operators = tuple(sorted(same_kind))
@@ -167,12 +168,14 @@ def _gated_exact(source: SourceFile, fixed_entries, rejected: list, target: froz
     return None
 
 
-def _exact(result: Coupling, sites: list, identity: str) -> Coupling:
+def _exact(result: Coupling, sites: list, mutant) -> Coupling:
     result.verdict = EXACT
     result.operators = tuple(sorted({site.operator.name for site in sites}))
-    result.identity = identity
+    result.identity = mutant.identity
+    result.source = mutant.source
+    result.entry = mutant.manifest_entry()
     result.order = len(sites)
-    result.candidates = [identity]
+    result.candidates = [mutant.identity]
     return result
 
 
@@ -187,5 +190,5 @@ def _higher_order(source: SourceFile, fixed_entries, parts: dict[str, list], tar
                 except (MutationError, SyntaxError):
                     continue
                 if edits == target:
-                    return list(chosen), mutant.identity
+                    return list(chosen), mutant
     return None

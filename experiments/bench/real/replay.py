@@ -9,6 +9,7 @@ them (``DIR/<owner>+<name>/repo``, a bare git directory or a work tree's ``.git`
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,8 +18,11 @@ from typing import Any
 
 import tomllib
 
-HERE = Path(__file__).resolve().parent
-REPLAY_SET = HERE / "real_faults.toml"
+# The set lives beside the benchmarks of a checkout (it is data, not part of the package).
+REPLAY_SET = Path(__file__).resolve().parents[3] / "benchmarks" / "real_faults.toml"
+# Where the ``fetch`` tool puts its mirrors; TRAINWRECK_MIRRORS names another folder.
+MIRRORS_ENV = "TRAINWRECK_MIRRORS"
+FETCH_MIRRORS = Path("/work/.mirror")
 CLASSES = (
     "loss",
     "mode",
@@ -117,6 +121,15 @@ def load(path: Path = REPLAY_SET) -> list[Fault]:
     if doubled:
         raise ValueError(f"{path.name}: fault ids used twice: {', '.join(doubled)}")
     return faults
+
+
+def default_mirrors() -> Path | None:
+    """The mirrors folder to use without ``--mirrors``: ``$TRAINWRECK_MIRRORS``, else the
+    fetch tool's folder where it exists; None when there is neither."""
+    named = os.environ.get(MIRRORS_ENV)
+    if named:
+        return Path(named)
+    return FETCH_MIRRORS if FETCH_MIRRORS.is_dir() else None
 
 
 def show(git_dir: Path, commit: str, path: str) -> str:
