@@ -111,12 +111,18 @@ def mark_equivalent(
     frame: pd.DataFrame,
     judgement: Any,
     declared: Callable[[str, str], str] = lambda loop, identity: "",
+    cost_only: Callable[[str], bool] = lambda operator: False,
 ) -> Any:
     """``judgement`` with every equivalent mutant (module docstring) measured and labelled
     ``equivalent``; its runs keep their severity (``silent``), so the sequential rule reads
     them as before. ``declared(loop, identity)``: the measurement of a mutant a person
     showed equivalent up to float rounding, which no bitwise comparison can show
-    (``experiments/symptoms/equivalents.py``); it counts only where the mutant is silent."""
+    (``experiments/symptoms/equivalents.py``); it counts only where the mutant is silent.
+
+    ``cost_only(operator)``: whether the operator's bug costs time or memory only (a graph
+    kept with ``retain_graph=True``). Identical numbers are that bug's expected outcome, so
+    where every run's witness showed the mechanism (``witness_state`` confirmed) the mutant
+    is its bug, silent, and not equivalent."""
     if judgement is None or judgement.symptoms.empty or "same_as_reference" not in frame:
         return judgement
     symptoms = judgement.symptoms.copy()
@@ -126,6 +132,8 @@ def mark_equivalent(
         if row.get("role") != "mutant" or row.get("measured") not in NO_EFFECT_SEEN:
             continue
         members = by_mutant.get((row["loop"], row["device"], row["identity"]), [])
+        if _mechanism_shown(frame, members, row.get("operator"), cost_only):
+            continue
         same = [frame.at[index, "same_as_reference"] for index in members]
         measured = bool(same) and all(flag is True for flag in same)
         reason = "" if measured else declared(row["loop"], row["identity"])
@@ -143,3 +151,13 @@ def mark_equivalent(
         for index in members:
             labels.at[index] = [EQUIVALENT]
     return dataclasses.replace(judgement, run_labels=labels, symptoms=symptoms)
+
+
+def _mechanism_shown(
+    frame: pd.DataFrame, members: Any, operator: Any, cost_only: Callable[[str], bool]
+) -> bool:
+    """Whether a cost-only operator's every run showed its witness (``mark_equivalent``)."""
+    if not isinstance(operator, str) or not cost_only(operator) or "witness_state" not in frame:
+        return False
+    states = [frame.at[index, "witness_state"] for index in members]
+    return bool(states) and all(state == "confirmed" for state in states)

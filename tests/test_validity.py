@@ -133,6 +133,37 @@ def test_not_equivalent(digests, measured, why):
     assert judged.symptoms.at[0, "measured"] == measured, why
 
 
+def test_a_cost_only_bug_whose_witness_fired_on_every_seed_is_not_equivalent():
+    """A graph kept with retain_graph=True computes the same numbers by design: the witness
+    (the graph alive at the next forward) shows the bug ran, so it is no equivalent mutant."""
+    frame, _ = _frame({0: "r0", 1: "r1", 2: "r2"})
+    frame["operator"] = ["none"] * 3 + ["retain_graph_left_in"] * 3
+    symptoms = pd.DataFrame(
+        [
+            {
+                "loop": "l",
+                "device": "cpu",
+                "identity": "m",
+                "role": "mutant",
+                "measured": "silent",
+                "operator": "retain_graph_left_in",
+            }
+        ]
+    )
+    labels = pd.Series([[] if i < 3 else ["silent"] for i in frame.index], dtype=object)
+    judgement = Judgement(labels, pd.Series([None] * len(frame), dtype=object), symptoms)
+    cost_only = {"retain_graph_left_in"}.__contains__
+    for states, measured in (
+        (["confirmed"] * 3, "silent"),  # the bug ran, and cost memory only
+        (["confirmed", "unconfirmed", "confirmed"], "equivalent"),  # one seed never showed it
+    ):
+        frame["witness_state"] = [""] * 3 + states
+        judged = mark_equivalent(frame, judgement, cost_only=cost_only)
+        assert judged.symptoms.at[0, "measured"] == measured, states
+    frame["witness_state"] = [""] * 3 + ["confirmed"] * 3
+    assert mark_equivalent(frame, judgement).symptoms.at[0, "measured"] == "equivalent"
+
+
 def test_the_digest_ignores_time_and_memory_but_not_values_or_counters():
     import numpy as np
 
@@ -177,13 +208,22 @@ MUTANTS = {
     "declared": ("nn.CrossEntropyLoss()", "nn.CrossEntropyLoss(reduction=mode)", "swap_loss_arguments"),
     "unchanged_line": ("loss_fn = nn.CrossEntropyLoss()", "criterion = nn.CrossEntropyLoss()", "reduction_sum"),
     "after_step": ("val_loss=val_loss,", "val_loss=val_los,", "validate_on_training_data"),
-    "equivalent": ("loss.backward()", "loss.backward(retain_graph=True)", "retain_graph_left_in"),
+    # SGD without momentum keeps no state: a new one each epoch steps exactly the same
+    "equivalent": ("        model.train()\n", "        model.train()\n        optimizer = torch.optim.SGD(model.parameters(), lr=lr)\n", "optimizer_recreated_each_epoch"),
+    # identical numbers by design: the graph kept alive is the bug (cost only), not equivalence
+    "kept_graph": ("loss.backward()", "loss.backward(retain_graph=True)", "retain_graph_left_in"),
     "unconfirmed": ("(inputs[:, 0] > 0)", "(0 < inputs[:, 0])", "shift_labels"),
     "late_crash": ("labels[start : start + 32])", "labels[start : start + 32 + epoch])", "shift_labels"),
     "some_seeds": ("    lr = 0.1\n", "    lr = 0.1 if args.seed != 1 else 0.2\n", "scale_lr"),
 }  # fmt: skip
 # The mutants that die before training run on one seed; the others on every seed.
-SEEDS_OF = {"stillborn": SEEDS, "equivalent": SEEDS, "unconfirmed": SEEDS, "some_seeds": SEEDS}
+SEEDS_OF = {
+    "stillborn": SEEDS,
+    "equivalent": SEEDS,
+    "kept_graph": SEEDS,
+    "unconfirmed": SEEDS,
+    "some_seeds": SEEDS,
+}
 
 
 def _identity(name: str) -> str:
@@ -244,6 +284,9 @@ def test_catalog_rows_and_runs_table(results):
     measured = symptoms["measured"].to_dict()
     assert measured[_identity("stillborn")] == "stillborn"
     assert measured[_identity("equivalent")] == "equivalent"  # its witness fired
+    kept = symptoms.loc[_identity("kept_graph")]
+    assert kept["measured"] not in ("equivalent", "stillborn", "unconfirmed")
+    assert "graph" in kept["witness"]
     assert measured[_identity("unconfirmed")] == "unconfirmed"  # identical targets
     assert measured[_identity("some_seeds")] not in ("equivalent", "stillborn", "unconfirmed")
     # Crashes before the witness fired that the operator does not declare (issue 28):
@@ -279,10 +322,10 @@ def test_stillborn_and_equivalent_are_out_of_the_statistics(results):
     symptoms = pd.read_csv(folder / "catalog" / "symptoms.csv").set_index("identity")
     aside = symptoms.loc[_identity("stillborn")]
     assert aside["n_reference"] == 0 and pd.isna(aside["comparison"])  # no effect sizes
-    # Judged with a declared severity: late_crash, some_seeds.
-    assert summary.agreement[1] == 2
+    # Judged with a declared severity: late_crash, some_seeds, kept_graph.
+    assert summary.agreement[1] == 3
     assert summary.validity == (
-        "8 mutants: 4 stillborn, 1 unconfirmed, 1 equivalent, 0 unreached, 2 judged as bugs"
+        "9 mutants: 4 stillborn, 1 unconfirmed, 1 equivalent, 0 unreached, 3 judged as bugs"
     )
     text = (folder / "catalog" / "symptoms.md").read_text()
     section = text[text.index("## Mutant validity") :]
@@ -316,7 +359,7 @@ def test_benchmark_leaves_their_runs_and_stillborn_code_out_of_the_ground_truth(
     # Of a mutant confirmed on one seed, only that seed's run is ground truth.
     seeds = sorted(c.result["seed"] for c in kept if c.truth.identity == _identity("some_seeds"))
     assert seeds == [1]
-    assert "| retain_graph_left_in | 1 | 0 | 0 | 1 |" in validity.section()
+    assert "| optimizer_recreated_each_epoch | 1 | 0 | 0 | 1 |" in validity.section()
 
     # Source cases: a stillborn rewrite is no ground truth; an equivalent or unconfirmed
     # one's code stays (measured on the CPU only).

@@ -80,7 +80,9 @@ def _judged(runs: list[LoadedRun]):
     # Runs whose mutated lines never executed, or whose rewrite cannot run, are not judged
     # (experiments.unreached); mutants identical to the reference are ``equivalent``.
     judgement = judge_reached(frame, judge) if len(frame) else None
-    return frame, operators, mark_equivalent(frame, judgement, declared_equivalent)
+    costs_only = {name for name, info in operators.items() if info.expected == "cost_only"}
+    marked = mark_equivalent(frame, judgement, declared_equivalent, costs_only.__contains__)
+    return frame, operators, marked
 
 
 def _with_stopping(symptoms: pd.DataFrame, frame: pd.DataFrame, judgement) -> pd.DataFrame:
