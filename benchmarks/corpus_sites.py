@@ -87,6 +87,9 @@ class Script:
     path: str
     style: str
     split: str = "tune"
+    # which held-out draw brought the script in (corpus.toml's header): 1 for the first
+    # corpus, 2 for the fresh repositories added once draw 1 had been read for fixes
+    draw: int = 1
     offline: bool = False  # runs on CPU in seconds on shipped or generated data, with argv
     argv: tuple[str, ...] = ()
 
