@@ -57,6 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 CHECK_FAILED = "CheckFailed"
 JUDGED = ("killed", "survived")
 OTHER_STATUSES = ("unconfirmed", "timeout", "stillborn", "unreached")
+NOT_JUDGED = ("unconfirmed", "timeout", "stillborn")  # ran, but no verdict to count
 SUMMARY_OPERATORS = 6  # operators named per check in the short table
 
 
@@ -71,6 +72,7 @@ class Mutant:
     status: str
     caught_by: tuple[str, ...]  # the checks whose own test failed with CheckFailed
     other: tuple[tuple[str, str], ...]  # (test, what it failed with) of every other failure
+    detail: str = ""  # trainwreck test's word on the mutant (why unconfirmed, what failed)
 
     @property
     def judged(self) -> bool:
@@ -113,9 +115,15 @@ def read_mutants(rows: Iterable[dict[str, str]], loop: str) -> list[Mutant]:
                 status=row["status"],
                 caught_by=tuple(dict.fromkeys(caught)),
                 other=tuple(other),
+                detail=_reason(row) if row["status"] in NOT_JUDGED else "",
             )
         )
     return found
+
+
+def _reason(row: dict[str, str]) -> str:
+    """Why a mutant that ran has no verdict: the witness's word, then what failed."""
+    return "; ".join(part for part in (row.get("witness", ""), row.get("detail", "")) if part)
 
 
 def _rate(part: int, whole: int) -> str:
@@ -268,8 +276,38 @@ def summary(mutants: Sequence[Mutant]) -> list[list[str]]:
     return lines
 
 
+def grouped(mutants: Sequence[Mutant], groups: dict[str, str]) -> list[list[str]]:
+    """Per group of tests (``label`` -> a test-name prefix, e.g. every ``fit_step_*`` test
+    driving a ``fit()`` API through ``make_fit_step``): the judged mutants any of them
+    caught, and by which operators."""
+    judged = [m for m in mutants if m.judged]
+    lines = [["group", "its tests", "caught (of judged)", "operators caught"]]
+    for label, prefix in groups.items():
+        members = [c for c in checks_in(mutants) if c.startswith(prefix)]
+        caught = [m for m in judged if any(c.startswith(prefix) for c in m.caught_by)]
+        top = Counter(m.operator for m in caught).most_common()
+        operators = ", ".join(f"{name} {count}" for name, count in top)
+        lines.append([label, ", ".join(members), _rate(len(caught), len(judged)), operators])
+    return lines
+
+
+def unjudged(mutants: Sequence[Mutant]) -> list[list[str]]:
+    """Mutants that ran but have no verdict to count (unconfirmed, timeout, stillborn), with
+    trainwreck test's reason: a check's failure on an unconfirmed mutant is not counted."""
+    lines = [["mutant", "status", "trainwreck test's reason"]]
+    for m in mutants:
+        if m.status in NOT_JUDGED:
+            reason = m.detail.replace("|", "/").replace("\n", " ")
+            lines.append([f"`{m.identity.rpartition('/')[2]}`", m.status, reason])
+    return lines
+
+
 def render(
-    mutants: Sequence[Mutant], header: Sequence[str], wall_s: dict[str, float] | None
+    mutants: Sequence[Mutant],
+    header: Sequence[str],
+    wall_s: dict[str, float] | None,
+    groups: dict[str, str] | None = None,
+    with_unjudged: bool = False,
 ) -> str:
     sections = [
         ("Per loop", loop_table(mutants, wall_s)),
@@ -283,6 +321,10 @@ def render(
             other_kills(mutants),
         ),
     ]
+    if groups:
+        sections.insert(2, ("Groups of tests", grouped(mutants, groups)))
+    if with_unjudged:
+        sections.append(("Ran, but not judged (no verdict counted)", unjudged(mutants)))
     parts = [*header, ""]
     for title, cells in sections:
         body = markdown_table(cells) if len(cells) > 1 else "None."
@@ -378,6 +420,13 @@ def _project(args: argparse.Namespace) -> Path | None:
     return project
 
 
+def _group(text: str) -> tuple[str, str]:
+    label, sep, prefix = text.partition("=")
+    if not (sep and label and prefix):
+        raise SystemExit(f"--group: {text!r} is not LABEL=PREFIX (e.g. fit_step=fit_step_)")
+    return label, prefix
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from experiments.loops import loop_names
 
@@ -389,6 +438,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--tests", action="append", default=[], help="with --project: pytest paths (tests/)"
+    )
+    parser.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="LABEL=PREFIX",
+        help="also count the tests whose check name starts with PREFIX as one (repeatable)",
     )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
@@ -404,6 +460,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     project = _project(args)
+    groups = dict(_group(text) for text in args.group)
     if project is not None:
         loops = [project.name]
         tests = project_tests_command(args.tests or ["tests/"], args.only)
@@ -456,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"Machine: {machine()}. Date: {began:%Y-%m-%d %H:%M}-{datetime.now(timezone.utc):%H:%M} UTC.",
         f"Mutants: {len(mutants)} ({runs['run']} run, {runs['cached']} from the cache).",
     ]
-    text = render(mutants, header, wall_s)
+    text = render(mutants, header, wall_s, groups, with_unjudged=project is not None)
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")

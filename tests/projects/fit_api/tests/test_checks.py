@@ -10,6 +10,7 @@ from trainwreck.checks import (
     check_overfit_batch,
     check_params_change,
     check_plateau_reaction,
+    check_train_step_mode,
     make_fit_step,
     one_batch_loader,
 )
@@ -31,12 +32,21 @@ def test_loader_shuffles(loaders):
     check_loader_shuffles(train_loader)
 
 
-def test_fit_step(trainer, loaders):
+def fit_step(trainer):
     # fit() on a one-batch loader for one epoch is one training step on that batch
-    step = make_fit_step(lambda batch: trainer.fit(one_batch_loader(batch), epochs=1))
-    batch = next(iter(loaders[0]))
-    check_params_change(trainer.model, batch, step)
-    check_overfit_batch(batch, step, steps=60, max_ratio=0.1)
+    return make_fit_step(lambda batch: trainer.fit(one_batch_loader(batch), epochs=1))
+
+
+def test_fit_step_params_change(trainer, loaders):
+    check_params_change(trainer.model, next(iter(loaders[0])), fit_step(trainer))
+
+
+def test_fit_step_train_mode(trainer, loaders):
+    check_train_step_mode(trainer.model, next(iter(loaders[0])), fit_step(trainer))
+
+
+def test_fit_step_overfit_batch(trainer, loaders):
+    check_overfit_batch(next(iter(loaders[0])), fit_step(trainer), steps=60, max_ratio=0.1)
 
 
 def test_plateau_reaction(trainer, loaders, monkeypatch):
