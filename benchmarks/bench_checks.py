@@ -3,6 +3,8 @@ which bugs, and which bugs no check catches.
 
     python benchmarks/bench_checks.py [--loops mlp_digits,cnn_digits] [--workers 2]
         [--timeout-factor 10] [--results DIR] [--out FILE] [--aggregate-only]
+    python benchmarks/bench_checks.py --project tests/projects/fit_api
+        --mutate fitkit/training.py [--tests tests/] [same options]
 
 For each loop, ``trainwreck test`` runs the loop's check tests (``tests/loop_checks/``)
 against every mutant of the loop, without ``-x`` so that ``killed_by`` lists every test
@@ -11,6 +13,13 @@ that failed:
     python -m experiments.cli test --mutate reference_loops/<loop>.py --workers W
         --timeout-factor 10 --out DIR/<loop> -- python -m pytest -q -p no:cacheprovider
         tests/loop_checks/test_<loop>.py
+
+With ``--project DIR`` (issue 30: checks no reference loop can exercise, on a project
+with a ``fit()`` API), it measures that project's own suite instead, from DIR as the current
+folder, the project being the one "loop" of the tables (named after DIR):
+
+    python -m experiments.cli test --mutate <FILE> --workers W --timeout-factor 10
+        --out DIR/<project> -- python -m pytest -q -p no:cacheprovider tests/
 
 A check kills a mutant when its own test failed with ``CheckFailed`` (the ``failed_with``
 column). A test that failed with anything else (the loop crashed under it, or the test's
@@ -48,6 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 CHECK_FAILED = "CheckFailed"
 JUDGED = ("killed", "survived")
 OTHER_STATUSES = ("unconfirmed", "timeout", "stillborn", "unreached")
+NOT_JUDGED = ("unconfirmed", "timeout", "stillborn")  # ran, but no verdict to count
 SUMMARY_OPERATORS = 6  # operators named per check in the short table
 
 
@@ -62,6 +72,7 @@ class Mutant:
     status: str
     caught_by: tuple[str, ...]  # the checks whose own test failed with CheckFailed
     other: tuple[tuple[str, str], ...]  # (test, what it failed with) of every other failure
+    detail: str = ""  # trainwreck test's word on the mutant (why unconfirmed, what failed)
 
     @property
     def judged(self) -> bool:
@@ -104,9 +115,15 @@ def read_mutants(rows: Iterable[dict[str, str]], loop: str) -> list[Mutant]:
                 status=row["status"],
                 caught_by=tuple(dict.fromkeys(caught)),
                 other=tuple(other),
+                detail=_reason(row) if row["status"] in NOT_JUDGED else "",
             )
         )
     return found
+
+
+def _reason(row: dict[str, str]) -> str:
+    """Why a mutant that ran has no verdict: the witness's word, then what failed."""
+    return "; ".join(part for part in (row.get("witness", ""), row.get("detail", "")) if part)
 
 
 def _rate(part: int, whole: int) -> str:
@@ -259,8 +276,38 @@ def summary(mutants: Sequence[Mutant]) -> list[list[str]]:
     return lines
 
 
+def grouped(mutants: Sequence[Mutant], groups: dict[str, str]) -> list[list[str]]:
+    """Per group of tests (``label`` -> a test-name prefix, e.g. every ``fit_step_*`` test
+    driving a ``fit()`` API through ``make_fit_step``): the judged mutants any of them
+    caught, and by which operators."""
+    judged = [m for m in mutants if m.judged]
+    lines = [["group", "its tests", "caught (of judged)", "operators caught"]]
+    for label, prefix in groups.items():
+        members = [c for c in checks_in(mutants) if c.startswith(prefix)]
+        caught = [m for m in judged if any(c.startswith(prefix) for c in m.caught_by)]
+        top = Counter(m.operator for m in caught).most_common()
+        operators = ", ".join(f"{name} {count}" for name, count in top)
+        lines.append([label, ", ".join(members), _rate(len(caught), len(judged)), operators])
+    return lines
+
+
+def unjudged(mutants: Sequence[Mutant]) -> list[list[str]]:
+    """Mutants that ran but have no verdict to count (unconfirmed, timeout, stillborn), with
+    trainwreck test's reason: a check's failure on an unconfirmed mutant is not counted."""
+    lines = [["mutant", "status", "trainwreck test's reason"]]
+    for m in mutants:
+        if m.status in NOT_JUDGED:
+            reason = m.detail.replace("|", "/").replace("\n", " ")
+            lines.append([f"`{m.identity.rpartition('/')[2]}`", m.status, reason])
+    return lines
+
+
 def render(
-    mutants: Sequence[Mutant], header: Sequence[str], wall_s: dict[str, float] | None
+    mutants: Sequence[Mutant],
+    header: Sequence[str],
+    wall_s: dict[str, float] | None,
+    groups: dict[str, str] | None = None,
+    with_unjudged: bool = False,
 ) -> str:
     sections = [
         ("Per loop", loop_table(mutants, wall_s)),
@@ -274,6 +321,10 @@ def render(
             other_kills(mutants),
         ),
     ]
+    if groups:
+        sections.insert(2, ("Groups of tests", grouped(mutants, groups)))
+    if with_unjudged:
+        sections.append(("Ran, but not judged (no verdict counted)", unjudged(mutants)))
     parts = [*header, ""]
     for title, cells in sections:
         body = markdown_table(cells) if len(cells) > 1 else "None."
@@ -284,38 +335,56 @@ def render(
 # -- running ----------------------------------------------------------------------------------
 
 
+PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+
 def tests_command(loop: str, only: str | None = None) -> list[str]:
-    command = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    return [*command, f"tests/loop_checks/test_{loop}.py", *(["-k", only] if only else [])]
+    return [*PYTEST, f"tests/loop_checks/test_{loop}.py", *(["-k", only] if only else [])]
+
+
+def project_tests_command(tests: Sequence[str], only: str | None = None) -> list[str]:
+    return [*PYTEST, *tests, *(["-k", only] if only else [])]
 
 
 def run_loop(
     loop: str, workers: int, results: Path, timeout_factor: float, only: str | None = None
 ) -> float:
-    """``trainwreck test`` on one loop; its wall time. Stops with the command's last
-    lines when it fails (an unmutated loop whose check tests fail: nothing to measure)."""
-    argv = [
-        sys.executable,
-        "-m",
-        "experiments.cli",
-        "test",
-        "--mutate",
-        f"reference_loops/{loop}.py",
-    ]
+    """``trainwreck test`` on one loop; its wall time."""
+    mutate = [f"reference_loops/{loop}.py"]
+    return run_suite(
+        loop, REPO, mutate, tests_command(loop, only), workers, results, timeout_factor
+    )
+
+
+def run_suite(
+    label: str,
+    cwd: Path,
+    mutate: Sequence[str],
+    tests: Sequence[str],
+    workers: int,
+    results: Path,
+    timeout_factor: float,
+) -> float:
+    """``trainwreck test`` from ``cwd`` on the ``mutate`` files with the ``tests`` command;
+    its wall time. Stops with the command's last lines when it fails (an unmutated
+    project whose tests fail: nothing to measure)."""
+    argv = [sys.executable, "-m", "experiments.cli", "test"]
+    for path in mutate:
+        argv += ["--mutate", path]
     argv += ["--workers", str(workers), "--timeout-factor", str(timeout_factor)]
-    argv += ["--out", str(results / loop), "--", *tests_command(loop, only)]
+    argv += ["--out", str(results / label), "--", *tests]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(
-            f"{loop}: trainwreck test exited {done.returncode}:\n{done.stderr[-3000:]}"
+            f"{label}: trainwreck test exited {done.returncode}:\n{done.stderr[-3000:]}"
         )
-    print(f"{loop}: {wall:.0f} s; {done.stdout.strip().splitlines()[-1]}", file=sys.stderr)
+    print(f"{label}: {wall:.0f} s; {done.stdout.strip().splitlines()[-1]}", file=sys.stderr)
     return wall
 
 
@@ -330,11 +399,53 @@ def load(loop: str, results: Path) -> tuple[list[Mutant], Counter]:
     )
 
 
+def _project(args: argparse.Namespace) -> Path | None:
+    """The project folder of ``--project``, its options checked; None for the loops."""
+    if args.project is None:
+        if args.mutate or args.tests:
+            raise SystemExit("--mutate and --tests go with --project DIR (a project folder)")
+        return None
+    if args.loops is not None:
+        raise SystemExit("--loops or --project, not both: --project measures one project")
+    project = args.project.resolve()
+    if not project.is_dir():
+        raise SystemExit(f"--project: {args.project} is not a folder; give a project folder")
+    if not args.mutate:
+        raise SystemExit("--project needs --mutate FILE (its training module, relative to it)")
+    missing = [path for path in args.mutate if not (project / path).is_file()]
+    if missing:
+        raise SystemExit(
+            f"--mutate: no {', '.join(missing)} in {args.project}; give paths relative to it"
+        )
+    return project
+
+
+def _group(text: str) -> tuple[str, str]:
+    label, sep, prefix = text.partition("=")
+    if not (sep and label and prefix):
+        raise SystemExit(f"--group: {text!r} is not LABEL=PREFIX (e.g. fit_step=fit_step_)")
+    return label, prefix
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from experiments.loops import loop_names
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--loops", default=",".join(loop_names()), help="comma-separated loops")
+    parser.add_argument("--loops", help="comma-separated loops (default: all)")
+    parser.add_argument("--project", type=Path, help="measure this project's own suite instead")
+    parser.add_argument(
+        "--mutate", action="append", default=[], help="with --project: a file to mutate"
+    )
+    parser.add_argument(
+        "--tests", action="append", default=[], help="with --project: pytest paths (tests/)"
+    )
+    parser.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="LABEL=PREFIX",
+        help="also count the tests whose check name starts with PREFIX as one (repeatable)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--results", type=Path, default=Path(tempfile.gettempdir()) / "trainwreck-bench-checks"
@@ -348,21 +459,43 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--only", metavar="EXPR", help="only the check tests pytest -k EXPR selects (new checks)"
     )
     args = parser.parse_args(argv)
-    loops = [name for name in args.loops.split(",") if name]
-    unknown = sorted(set(loops) - set(loop_names()))
-    if unknown:
-        raise SystemExit(
-            f"--loops: unknown {', '.join(unknown)}; choose from {', '.join(loop_names())}"
-        )
+    project = _project(args)
+    groups = dict(_group(text) for text in args.group)
+    if project is not None:
+        loops = [project.name]
+        tests = project_tests_command(args.tests or ["tests/"], args.only)
+        mutated = " ".join(f"--mutate {path}" for path in args.mutate)
+        per = f"from {args.project}: `trainwreck test {mutated}"
+    else:
+        loops = [name for name in (args.loops or ",".join(loop_names())).split(",") if name]
+        unknown = sorted(set(loops) - set(loop_names()))
+        if unknown:
+            raise SystemExit(
+                f"--loops: unknown {', '.join(unknown)}; choose from {', '.join(loop_names())}"
+            )
+        tests = tests_command("<loop>", args.only)
+        per = "per loop: `trainwreck test --mutate reference_loops/<loop>.py"
     began = datetime.now(timezone.utc)
-    wall_s = (
-        None
-        if args.aggregate_only
-        else {
+    wall_s = None
+    if args.aggregate_only:
+        pass
+    elif project is not None:
+        wall_s = {
+            project.name: run_suite(
+                project.name,
+                project,
+                args.mutate,
+                tests,
+                args.workers,
+                args.results.resolve(),
+                args.timeout_factor,
+            )
+        }
+    else:
+        wall_s = {
             loop: run_loop(loop, args.workers, args.results, args.timeout_factor, args.only)
             for loop in loops
         }
-    )
     mutants: list[Mutant] = []
     runs: Counter = Counter()
     for loop in loops:
@@ -375,12 +508,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         ["python", "benchmarks/bench_checks.py", *(argv if argv is not None else sys.argv[1:])]
     )
     header = [
-        f"Command: `{command}` (per loop: `trainwreck test --mutate reference_loops/<loop>.py "
-        f"--workers {args.workers} --timeout-factor {args.timeout_factor:g} -- {' '.join(tests_command('<loop>', args.only))}`)",
+        f"Command: `{command}` ({per} "
+        f"--workers {args.workers} --timeout-factor {args.timeout_factor:g} -- {' '.join(tests)}`)",
         f"Machine: {machine()}. Date: {began:%Y-%m-%d %H:%M}-{datetime.now(timezone.utc):%H:%M} UTC.",
         f"Mutants: {len(mutants)} ({runs['run']} run, {runs['cached']} from the cache).",
     ]
-    text = render(mutants, header, wall_s)
+    text = render(mutants, header, wall_s, groups, with_unjudged=project is not None)
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")

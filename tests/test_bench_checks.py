@@ -185,3 +185,48 @@ def test_the_short_table_names_the_top_operators_and_counts_the_rest() -> None:
     line = bench.summary(caught)[1]
     assert line[1] == f"{len(caught)}/{len(caught)} (100%)"
     assert line[2].endswith("op5 1, 2 more operators")
+
+
+def test_groups_count_a_mutant_once_and_unjudged_mutants_keep_their_reason() -> None:
+    def mutant(name: str, status: str, caught: tuple[str, ...], detail: str = "") -> object:
+        return bench.Mutant("p", f"p.py::f::{name}", name, "c", status, caught, (), detail)
+
+    found = [
+        mutant("a", "killed", ("fit_step_params_change", "fit_step_overfit_batch")),
+        mutant("b", "killed", ("fit_step_train_mode",)),
+        mutant("c", "killed", ("plateau_reaction",)),
+        mutant("d", "survived", ()),
+        mutant("e", "unconfirmed", (), "a test failed, but | its bug did not run there"),
+    ]
+    rows = _by_first(bench.grouped(found, {"fit_step": "fit_step_"}))
+    assert rows["fit_step"][1:] == ["2/4 (50%)", "a 1, b 1"]  # a counted once, e not judged
+    assert rows["fit_step"][0].split(", ") == [
+        "fit_step_overfit_batch", "fit_step_params_change", "fit_step_train_mode",
+    ]  # fmt: skip
+    assert bench.unjudged(found)[1:] == [
+        ["`p.py::f::e`", "unconfirmed", "a test failed, but / its bug did not run there"]
+    ]
+    text = bench.render(found, ["h"], None, {"fit_step": "fit_step_"}, with_unjudged=True)
+    assert "### Groups of tests" in text and "### Ran, but not judged" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mutate", "x.py"], "go with --project"),
+        (["--project", "tests/projects/fit_api"], "needs --mutate"),
+        (["--project", "tests/projects/fit_api", "--mutate", "nope.py"], "no nope.py in"),
+        (["--project", "no/such/dir", "--mutate", "x.py"], "is not a folder"),
+        (
+            ["--project", "tests/projects/fit_api", "--loops", "mlp_digits", "--mutate", "x"],
+            "not both",
+        ),
+        (["--group", "fit_step"], "is not LABEL=PREFIX"),
+    ],
+)
+def test_project_options_are_checked_before_anything_runs(
+    argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit, match=message):
+        bench.main(argv)
