@@ -259,6 +259,27 @@ def test_the_seed_wrappers_record_what_a_test_seeds_and_come_off() -> None:
     assert torch.manual_seed is original
 
 
+def test_a_state_the_test_read_and_gives_back_is_no_seed() -> None:
+    """A check's seeded() forks the RNG and gives the test's state back: the test's stream
+    continues, so the restore is no seed (else a mutant that drew more random numbers before
+    the check would make every later value incomparable); a state from elsewhere is one."""
+    seeds = randomness.Seeds()
+    seeds.install()
+    try:
+        seeds.start()
+        torch.rand(int(torch.randint(1, 5, ()).item()))  # any draws: the state now is the test's
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(7)
+            torch.rand(3)
+        foreign = torch.Generator().manual_seed(11).get_state()
+        torch.set_rng_state(foreign)
+        record = seeds.record()
+    finally:
+        seeds.remove()
+    assert record["seeds"][0] == ["torch", 7]
+    assert len(record["seeds"]) == 2 and record["seeds"][1][0] == "torch"  # the foreign state
+
+
 def test_reset_empties_the_facts_and_keeps_the_wrappers() -> None:
     from experiments.harness import observe
 

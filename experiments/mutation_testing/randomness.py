@@ -9,7 +9,8 @@ than it did in the baseline; its values then differ by chance, not by the bug.
 Per test, the run records for each global generator (torch's default one, ``random``'s,
 NumPy's legacy one) a fingerprint of its state at the test's start and end, and every seed
 set during the test (``torch.manual_seed``, ``random.seed``, ``np.random.seed``, a state
-restored with ``set_rng_state``/``setstate``/``set_state``, as pytest-randomly does; a
+restored with ``set_rng_state``/``setstate``/``set_state``, as pytest-randomly does, unless
+it is a torch state the test itself read earlier and gives back, as ``fork_rng`` does; a
 seed drawn from the system's entropy, ``torch.seed()`` or ``np.random.default_rng()``
 without a seed, is recorded as no seed at all). A generator is comparable when the test
 did not use it in either run (its state unchanged), started from the same state, or set
@@ -21,6 +22,7 @@ so, it does not guess.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import zlib
@@ -64,6 +66,7 @@ class Seeds:
         self.seeds: list[list[Any]] = []
         self.start_state: dict[str, int] = {}
         self.full: dict[str, Any] = {}
+        self.saved: set[int] = set()  # fingerprints of states the test read (get_rng_state)
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
@@ -72,8 +75,10 @@ class Seeds:
         self._wrap(torch, "manual_seed", "torch", _first)
         self._wrap(torch.random, "manual_seed", "torch", _first)
         self._wrap(torch, "seed", "torch", lambda *a, **k: ENTROPY)
-        self._wrap(torch, "set_rng_state", "torch", _state_of)
-        self._wrap(torch.random, "set_rng_state", "torch", _state_of)
+        self._wrap(torch, "set_rng_state", "torch", self._restored_or_state)
+        self._wrap(torch.random, "set_rng_state", "torch", self._restored_or_state)
+        self._remember(torch, "get_rng_state")
+        self._remember(torch.random, "get_rng_state")
         self._wrap(random, "seed", "random", lambda *a, **k: a[0] if a else k.get("a"))
         self._wrap(random, "setstate", "random", lambda state, *a: hash(state))
         numpy = sys.modules.get("numpy")
@@ -102,12 +107,37 @@ class Seeds:
         setattr(owner, name, seeding)
         self._undo.append(lambda: setattr(owner, name, original))
 
+    def _remember(self, owner: Any, name: str) -> None:
+        """Wrap a state getter: a state the test read can be given back without seeding."""
+        original = getattr(owner, name, None)
+        if original is None:
+            return
+        seeds = self
+
+        @wraps(original)
+        def reading(*args: Any, **kwargs: Any) -> Any:
+            state = original(*args, **kwargs)
+            if len(seeds.saved) < 64:
+                with contextlib.suppress(Exception):  # a state of another form: not kept
+                    seeds.saved.add(_state_of(state))
+            return state
+
+        setattr(owner, name, reading)
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def _restored_or_state(self, state: Any, *args: Any) -> Any:
+        """A state the test read earlier and now gives back (``torch.random.fork_rng``, a
+        check's ``seeded``) continues its own stream: no seed. Any other state is one."""
+        value = _state_of(state)
+        return _SKIP if value in self.saved else value
+
     def remove(self) -> None:
         while self._undo:
             self._undo.pop()()
 
     def start(self) -> None:
         self.seeds = []
+        self.saved.clear()
         self.start_state = states()
         self.full = replay.capture()
 
