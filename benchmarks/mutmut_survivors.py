@@ -1,6 +1,7 @@
 """mutmut 3's surviving mutants, listed and sampled for reading (issue 30).
 
     python benchmarks/mutmut_survivors.py RUN [RUN...] [--sample 25] [--seed 30] [--names]
+    python benchmarks/mutmut_survivors.py RUN [RUN...] --labels LABELS.csv
 
 ``RUN`` is the folder ``mutmut run`` ran in (``bench_public_suites.py --results DIR`` leaves
 one per project in ``DIR/<project>/mutmut``). Read from its ``mutants/`` folder alone, so
@@ -10,14 +11,21 @@ original of each mutated function (``x_<name>__mutmut_orig``, or ``xǁ<Class>ǁ<
 a method) next to each mutant (``...__mutmut_<N>``). Per run: the counts by status, the
 number of survivors, and a seeded random sample of them (all when fewer), each with its
 file, its function and the diff of the mutated function against the original.
+
+``--labels``: the reader's labels of those samples (``mutmut_survivors_labels.csv``), summed
+per run: counts by label, and how many of all survivors are training gaps, estimated from
+the sample with a Wilson 95% interval. A label for a mutant that is not a survivor of the
+run is an error: the labels and the run must be the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import difflib
 import json
+import math
 import random
 import re
 import sys
@@ -144,11 +152,50 @@ def sample(found: list[Survivor], size: int, seed: int) -> list[Survivor]:
     return [survivor for index, survivor in enumerate(found) if index in picked]
 
 
+def project_name(run: Path) -> str:
+    return run.parent.name if run.name == "mutmut" else run.name
+
+
+def wilson(hits: int, size: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (95% by default) of a proportion seen as hits/size."""
+    share = hits / size
+    centre = (share + z * z / (2 * size)) / (1 + z * z / size)
+    spread = (
+        z * math.sqrt(share * (1 - share) / size + z * z / (4 * size * size)) / (1 + z * z / size)
+    )
+    return max(0.0, centre - spread), min(1.0, centre + spread)
+
+
+def read_labels(path: Path) -> dict[str, dict[str, str]]:
+    """The labels CSV (project, mutant, label, reason): project -> mutant -> label."""
+    found: dict[str, dict[str, str]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            found.setdefault(row["project"], {})[row["mutant"]] = row["label"]
+    return found
+
+
+def label_summary(run: Path, labels: dict[str, str], gap: str = "training gap") -> str:
+    """One table row: survivors, labelled, counts by label, and the share that are ``gap``,
+    scaled to all survivors with its Wilson 95% interval (no finite-population correction:
+    the interval is a little wider than it needs to be when the sample is most of them)."""
+    found = {survivor.name for survivor in survivors(run)}
+    strays = sorted(set(labels) - found)
+    if strays:
+        raise ValueError(f"labelled but not a survivor of this run: {strays[0]}")
+    counts = Counter(labels.values())
+    hits, size = counts.get(gap, 0), len(labels)
+    low, high = wilson(hits, size)
+    by_label = ", ".join(f"{label} {count}" for label, count in sorted(counts.items()))
+    estimate = f"{hits / size * len(found):.0f} ({low * len(found):.0f}-{high * len(found):.0f})"
+    return f"| {project_name(run)} | {len(found)} | {size} | {by_label} | {estimate} |"
+
+
 def report(run: Path, size: int, seed: int, names_only: bool) -> str:
     counts = Counter(status(code) for _, code in exit_codes(run).values())
     found = survivors(run)
     picked = sample(found, size, seed)
-    project = run.parent.name if run.name == "mutmut" else run.name
+    project = project_name(run)
     head = [
         f"# {project} ({run})",
         "statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
@@ -166,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=25, help="survivors per run (default 25)")
     parser.add_argument("--seed", type=int, default=30, help="random seed (default 30)")
     parser.add_argument("--names", action="store_true", help="one line per sampled survivor")
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        help="a labels CSV (project, mutant, label, reason): print per run the counts by label "
+        "and the estimated number of training gaps among all survivors instead",
+    )
     args = parser.parse_args(argv)
     if args.sample < 1:
         print(f"--sample must be 1 or more, not {args.sample}", file=sys.stderr)
@@ -177,9 +230,26 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
+    if args.labels is not None and not args.labels.is_file():
+        print(f"--labels {args.labels}: no such file; give the labels CSV", file=sys.stderr)
+        return 2
+    labels = read_labels(args.labels) if args.labels is not None else {}
+    if labels:
+        print(
+            "| project | survivors | labelled | by label | training gaps among all "
+            "survivors (Wilson 95%) |\n|---|---|---|---|---|"
+        )
     for run in args.runs:
         try:
-            print(report(run, args.sample, args.seed, args.names))
+            if args.labels is None:
+                print(report(run, args.sample, args.seed, args.names))
+            elif project_name(run) not in labels:
+                print(
+                    f"{run}: {args.labels} labels no mutant of {project_name(run)}", file=sys.stderr
+                )
+                return 2
+            else:
+                print(label_summary(run, labels[project_name(run)]))
         except (ValueError, KeyError, SyntaxError, json.JSONDecodeError) as error:
             print(f"{run}: cannot read mutmut's results: {error}", file=sys.stderr)
             return 2

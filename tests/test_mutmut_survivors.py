@@ -118,3 +118,31 @@ def test_a_folder_without_mutmut_results_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no mutants/**/*.py.meta" in err
     assert survivors_mod.main([str(tmp_path), "--sample", "0"]) == 2
+
+
+def test_wilson_interval_matches_the_formula_and_stays_in_bounds() -> None:
+    low, high = survivors_mod.wilson(5, 25)
+    assert round(low, 4) == 0.0886 and round(high, 4) == 0.3913
+    assert survivors_mod.wilson(0, 25)[0] == 0.0
+    assert survivors_mod.wilson(25, 25)[1] == 1.0
+
+
+def test_labels_summary_counts_and_scales_to_all_survivors(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "project,mutant,label,reason\n"
+        "proj,pkg.mod.x_scale__mutmut_1,training gap,default factor\n"
+        "proj,pkg.mod.xǁTrainerǁfit__mutmut_1,training gap,one more epoch\n"
+        "proj,pkg.mod.xǁTrainerǁfit__mutmut_10,other gap,body emptied\n",
+        encoding="utf-8",
+    )
+    assert survivors_mod.main([str(run), "--labels", str(labels)]) == 0
+    row = capsys.readouterr().out.splitlines()[-1]
+    assert row.startswith("| proj | 3 | 3 | other gap 1, training gap 2 | 2 (")
+    # A killed mutant labelled as a survivor means labels and run differ: refuse.
+    with labels.open("a", encoding="utf-8") as handle:
+        handle.write("proj,pkg.mod.x_scale__mutmut_2,other gap,killed in fact\n")
+    assert survivors_mod.main([str(run), "--labels", str(labels)]) == 2
+    assert "not a survivor of this run: pkg.mod.x_scale__mutmut_2" in capsys.readouterr().err
