@@ -176,19 +176,22 @@ def read_labels(path: Path) -> dict[str, dict[str, str]]:
 
 
 def label_summary(run: Path, labels: dict[str, str], gap: str = "training gap") -> str:
-    """One table row: survivors, labelled, counts by label, and the share that are ``gap``,
-    scaled to all survivors with its Wilson 95% interval (no finite-population correction:
-    the interval is a little wider than it needs to be when the sample is most of them)."""
+    """One table row: survivors, labelled, counts by label, and how many of all survivors
+    are ``gap``: the sample's share scaled to all survivors, with its Wilson 95% interval,
+    held between what was seen (the gaps labelled) and that plus every survivor not read."""
     found = {survivor.name for survivor in survivors(run)}
     strays = sorted(set(labels) - found)
     if strays:
         raise ValueError(f"labelled but not a survivor of this run: {strays[0]}")
     counts = Counter(labels.values())
-    hits, size = counts.get(gap, 0), len(labels)
+    hits, size, total = counts.get(gap, 0), len(labels), len(found)
     low, high = wilson(hits, size)
+    low_count = max(hits, round(low * total))
+    high_count = min(hits + total - size, round(high * total))
     by_label = ", ".join(f"{label} {count}" for label, count in sorted(counts.items()))
-    estimate = f"{hits / size * len(found):.0f} ({low * len(found):.0f}-{high * len(found):.0f})"
-    return f"| {project_name(run)} | {len(found)} | {size} | {by_label} | {estimate} |"
+    share = f"{hits}/{size} ({100 * low:.0f}-{100 * high:.0f}%)"
+    estimate = f"{hits / size * total:.0f} ({low_count}-{high_count})"
+    return f"| {project_name(run)} | {total} | {size} | {by_label} | {share} | {estimate} |"
 
 
 def report(run: Path, size: int, seed: int, names_only: bool) -> str:
@@ -236,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     labels = read_labels(args.labels) if args.labels is not None else {}
     if labels:
         print(
-            "| project | survivors | labelled | by label | training gaps among all "
-            "survivors (Wilson 95%) |\n|---|---|---|---|---|"
+            "| project | survivors | labelled | by label | training gaps in the sample "
+            "(Wilson 95%) | training gaps among all survivors |\n|---|---|---|---|---|---|"
         )
     for run in args.runs:
         try:
