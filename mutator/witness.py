@@ -103,6 +103,7 @@ FACTS: dict[str, tuple[str, str]] = {
     "clamp_above": ("count", "clamps (sampled) that cut values above their upper bound"),
     "clamp_below": ("count", "clamps (sampled) that cut values below their lower bound"),
     "dropout_calls": ("count", "dropout calls that dropped (training)"),
+    "shuffled_loaders": ("count", "DataLoader iterations in a shuffled order"),
     "forwards": ("count", "top-level module forwards, training and evaluation"),
     "trained_per_step": (
         "count",

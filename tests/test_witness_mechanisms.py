@@ -146,7 +146,22 @@ def episodes(*, hoisted=False, count=4):
             done = moves == 3
 
 
-LOOPS = {"gan": gan, "actor_critic": actor_critic, "classifier": classifier, "episodes": episodes}
+def loader_only(*, shuffle=True, epochs=2):
+    """What a loader test does: read the training loader's batches, train nothing."""
+    dataset = torch.utils.data.TensorDataset(torch.arange(32.0).unsqueeze(1))
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8, shuffle=shuffle)
+    for _ in range(epochs):
+        for _batch in loader:
+            pass
+
+
+LOOPS = {
+    "gan": gan,
+    "actor_critic": actor_critic,
+    "classifier": classifier,
+    "episodes": episodes,
+    "loader_only": loader_only,
+}
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +181,8 @@ CASES = [
     ("clip_per_micro_step", "classifier", {"clip_each_micro_batch": True}, "8 vs 4"),
     ("swap_loss_targets", "classifier", {"swap_targets": True}, "second_inputs differ from #0"),
     ("hoist_loop_reset", "episodes", {"hoisted": True}, "3 vs 12"),
+    # no forward sees a batch: the loader's order is the only mechanism left to see
+    ("no_shuffle", "loader_only", {"shuffle": False}, "unshuffled) order (0 vs 2)"),
 ]
 
 

@@ -13,7 +13,8 @@
   of a state that holds something (momentum buffers, step counts): how often (a test that
   compares the restored state never steps, so the first step's state cannot show it);
 - ``Optimizer.zero_grad`` / ``nn.Module.zero_grad``: how often (a gradient rescaled in place
-  by a clip is not a cleared one).
+  by a clip is not a cleared one);
+- ``DataLoader.__iter__``: iterations in a shuffled order (probe_loaders.py).
 
 Each wrapper is installed with ``install(probes, patch)``; ``patch(owner, name, value)``
 is the telemetry's (it undoes them with the rest).
@@ -30,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils import clip_grad
 
+from experiments.harness import probe_loaders
 from experiments.harness import probes_mechanism as mechanism
 from experiments.harness.probes import Probes
 
@@ -60,6 +62,7 @@ def install(probes: Probes, patch: Callable[[Any, str, Any], None]) -> None:
     for owner in (torch.optim.Optimizer, torch.nn.Module):
         patch(owner, "zero_grad", _zero_grad(probes, owner.zero_grad))
     mechanism.install(probes, patch)  # cross_entropy's input, the clamps
+    probe_loaders.install(probes, patch)  # the loaders' order
 
 
 def _zero_grad(probes: Probes, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -76,6 +76,7 @@ class Probes:
                 "optimizer_loads",
                 "clamp_above",
                 "clamp_below",
+                "shuffled_loaders",
             ),
             0,
         )

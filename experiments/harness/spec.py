@@ -12,6 +12,7 @@ from typing import Any
 
 # Bump when a change in the harness changes what a trace or result holds: old results
 # then no longer match any key and are rerun instead of silently mixed in.
+# 12: the loaders' order (``shuffled_loaders``, probe_loaders.py);
 # 11: both 10s below, merged;
 # 10: witness facts of parameters no module holds, hand-written updates and tied units
 #     (``manual_updates``, ``manual_lr``, ``tied_units``; probe_params.py), and a retained
@@ -25,7 +26,7 @@ from typing import Any
 # 5: sealed rows with their budget, output and trace caps, descendants end with a run;
 # 4: runs start in a private mirror of the invocation folder, reach probes, module mutants;
 # 3: loss_fn records thinned, RSS sampled; 2: exception before training = crash
-HARNESS_VERSION = "11"
+HARNESS_VERSION = "12"
 
 
 @cache

@@ -39,7 +39,10 @@ class NoShuffle(Swap):
     category = "data"
     summary = "Train without shuffling: shuffle=True -> shuffle=False in the training loader."
     expected = "silent"
-    witness = "differs train_inputs", "the training batches come in another (unshuffled) order"
+    witness = (
+        "differs train_inputs|shuffled_loaders",
+        "the training batches come in another (unshuffled) order",
+    )
     claims = frozenset({"training_loader"})
     node_types = (cst.Call, cst.DictElement)
     examples = (
