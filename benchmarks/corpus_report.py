@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--split", choices=(*cs.SPLITS, "all"), default="all", help="one half (default: both)"
     )
+    parser.add_argument("--draw", type=int, help="only the scripts of this held-out draw")
     parser.add_argument("--check", action="store_true", help="exit 1 on any problem")
     args = parser.parse_args(argv)
     if not args.corpus.is_dir():
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         scripts = [s for s in scripts if s.name in args.script]
     if args.split != "all":
         scripts = [s for s in scripts if s.split == args.split]
+    if args.draw is not None:
+        scripts = [s for s in scripts if s.draw == args.draw]
     expected = cs.load_expected()
     # a script is measured once its expected sites are written (an empty section: none);
     # until then its mutants are still being read, and no number includes it
