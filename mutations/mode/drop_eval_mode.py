@@ -110,6 +110,60 @@ class DropEvalMode(Swap):
                     return [model(x) for x, _ in loader]
             """,
         ),
+        # Built inside the project's own context manager, which may swap its layers
+        # (lit-llama's ``with lora(dropout=0.05):``): unknown, so a site (issue 29).
+        Example(
+            before="""
+                import contextlib
+                import torch.nn as nn
+                @contextlib.contextmanager
+                def lora(dropout):
+                    yield patch_linear(dropout)
+                with lora(dropout=0.05):
+                    model = nn.Sequential(nn.Linear(4, 4))
+                def evaluate(x):
+                    model.eval()
+                    return model(x)
+            """,
+            after="""
+                import contextlib
+                import torch.nn as nn
+                @contextlib.contextmanager
+                def lora(dropout):
+                    yield patch_linear(dropout)
+                with lora(dropout=0.05):
+                    model = nn.Sequential(nn.Linear(4, 4))
+                def evaluate(x):
+                    return model(x)
+            """,
+        ),
+        # A module that rebinds its globals from argv (nanoGPT's configurator): ``dropout
+        # = 0.0`` is only the default, so the dropout may be on (issue 29).
+        Example(
+            before="""
+                import sys
+                import torch.nn as nn
+                dropout = 0.0
+                for arg in sys.argv[1:]:
+                    key, val = arg.split("=")
+                    globals()[key] = float(val)
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(dropout))
+                def evaluate(x):
+                    model.eval()
+                    return model(x)
+            """,
+            after="""
+                import sys
+                import torch.nn as nn
+                dropout = 0.0
+                for arg in sys.argv[1:]:
+                    key, val = arg.split("=")
+                    globals()[key] = float(val)
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(dropout))
+                def evaluate(x):
+                    return model(x)
+            """,
+        ),
         # The next call sets eval mode itself (a fit() library's predict, issue 29): only
         # predict's own eval() is a site, not the one in fit before calling it.
         Example(
@@ -202,6 +256,33 @@ class DropEvalMode(Swap):
                     self.net = nn.Sequential(*layers)
 
             model = MLP([4, 8, 2])
+            def evaluate(x):
+                model.eval()
+                return model(x)
+        """,
+        # ... nor blocks copied by a generator, a bare call of the module's function that a
+        # method shares the name of, a model rebound by ``model = model.cuda()`` (issue 29).
+        """
+            import torch.nn as nn
+
+            def cache(n):
+                return n * 2
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList(Block() for _ in range(2))
+
+                def cache(self, n):
+                    return cache(n)
+
+            model = Net()
+            model = model.cuda()
             def evaluate(x):
                 model.eval()
                 return model(x)
