@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.mode._class_modes import UNREAD, mode_left_unread
 from mutations.mode._final import evaluated_nowhere_after, next_use_sets_eval
 from mutations.mode._shared import mode_blind, model_mode_statement, switched_model
 from mutator.context import Context
@@ -19,7 +20,9 @@ class DropEvalMode(Swap):
     leaking it into the model used later. Model selection and early stopping then act
     on wrong numbers. A model without such layers is no site (the mutant is equivalent),
     nor an ``eval()`` that nothing runs the model after (before saving), nor one whose next
-    use is a call of the script's own function that sets eval mode itself (a ``predict``).
+    use is a call of the script's own function that sets eval mode itself (a ``predict``), nor
+    one at the end of a trainer class's method when every method that runs the model sets
+    its mode first (issue 29: TabNet's ``fit``).
     The model's classes are read where they are: in the script, in the project's files it
     imports (``from modules import UNet``), or, for a model a sibling script hands in
     (``engine.train(model=model)``), there; a ``Dropout`` whose probability is 0 on every
@@ -320,4 +323,6 @@ class DropEvalMode(Swap):
             return NonSite("equivalent: nothing runs the model after this eval() (it is saved)")
         if next_use_sets_eval(node, model, ctx):
             return NonSite("equivalent: the next call that uses the model sets eval mode itself")
+        if mode_left_unread(node, model, ctx):
+            return NonSite(UNREAD)
         return cst.RemoveFromParent()
