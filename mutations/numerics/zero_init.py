@@ -16,12 +16,13 @@ from mutator.semantics import (
     is_parameter,
     is_pure,
     module_alias,
-    nn_class,
     optimizer_class,
     resolve,
     unwrap_calls,
     values_of,
 )
+from mutator.semantics.layers import one_weight_layer
+from mutator.semantics.models import without_rebinding
 from mutator.semantics.params import parameter_owners
 
 _LOOP_NAMES = ("param", "p", "weight")
@@ -178,6 +179,23 @@ class ZeroInit(Swap):
             model = nn.Linear(4, 3)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
         """,
+        # ... nor a module class of one such layer, moved by rebinding (issue 29: a
+        # tutorial's logistic regression).
+        """
+            import torch
+            from torch import nn
+            class Logistic(nn.Module):
+                def __init__(self, d, k):
+                    super().__init__()
+                    self.fc = nn.Linear(d, k)
+                    self.act = nn.Sigmoid()
+
+                def forward(self, x):
+                    return self.act(self.fc(x))
+            model = Logistic(4, 3)
+            model = model.cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        """,
         """
             import torch
             sched = torch.optim.lr_scheduler.StepLR(opt, 10)
@@ -268,5 +286,9 @@ _SINGLE_LAYERS = ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d")
 
 def _one_layer(owner: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool:
     """Is ``owner`` one ``nn.Linear``/``nn.Conv*`` layer (a linear model) wherever it is set?"""
-    held = [unwrap_calls(v, MODULE_PASSTHROUGH) for v in values_of(owner, ctx, at)]
-    return bool(held) and all(nn_class(v, ctx, _SINGLE_LAYERS) is not None for v in held)
+    held = without_rebinding(
+        owner, [unwrap_calls(v, MODULE_PASSTHROUGH) for v in values_of(owner, ctx, at)]
+    )
+    return bool(held) and all(
+        isinstance(v, cst.Call) and one_weight_layer(v, ctx, _SINGLE_LAYERS) for v in held
+    )

@@ -18,7 +18,12 @@ import libcst as cst
 from mutator.context import Context
 from mutator.semantics.constants import UNBOUND, Bindings, bind, value
 from mutator.semantics.layers import agree, class_methods, layer_args
-from mutator.semantics.models import MODULE_PASSTHROUGH, class_named, unwrap_calls
+from mutator.semantics.models import (
+    MODULE_PASSTHROUGH,
+    class_named,
+    unwrap_calls,
+    without_rebinding,
+)
 from mutator.semantics.modules import callers_elsewhere, imported_definition, top_definition
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import (
@@ -304,13 +309,8 @@ def _origins(model: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> list[O
             model, ctx, at
         )
     calls = [(unwrap_calls(held, MODULE_PASSTHROUGH), where) for held, where in pairs]
-    # ``model = model.cuda()`` rebinds the model the other values build: not an origin.
-    own = dotted_name(model)
-    calls = [
-        (call, where)
-        for call, where in calls
-        if own is None or not (where is ctx and dotted_name(call) == own)
-    ] or calls
+    here = without_rebinding(model, [call for call, where in calls if where is ctx])
+    calls = [(c, w) for c, w in calls if w is not ctx or any(c is h for h in here)]
     if not calls or not all(isinstance(call, cst.Call) for call, _ in calls):
         return None
     return calls  # type: ignore[return-value]
