@@ -236,9 +236,19 @@ def test_the_corpus_is_pinned_wide_and_keeps_the_reserved_repositories_out():
     assert all(s.style and s.path.endswith(".py") for s in scripts)
 
 
+def _held_out_draw_present(scripts) -> None:
+    """A held-out draw read for fixes joins tune (issue 29: draw 1, ops3); until the next
+    draw is merged there is no held-out half to check."""
+    if not any(s.split == "held_out" for s in scripts):
+        pytest.skip("no held-out draw in this corpus: the last one was read for fixes")
+
+
 def test_the_split_is_by_repository_about_half_and_the_tuned_repositories_stay_tune():
     scripts = cs.load_corpus()
     held = [s for s in scripts if s.split == "held_out"]
+    tune_repositories = {s.repository for s in scripts if s.split == "tune"}
+    assert not any(s.repository in tune_repositories for s in held)
+    _held_out_draw_present(scripts)
     assert 0.4 <= len(held) / len(scripts) <= 0.6
     first = []  # the issue-22 scripts come first in corpus.toml
     for s in scripts:
@@ -255,6 +265,7 @@ def test_offline_scripts_say_how_to_run_them_and_the_held_out_half_has_enough():
     offline = [s for s in scripts if s.offline]
     assert all(isinstance(s.argv, tuple) for s in offline)
     assert not any(s.argv for s in scripts if not s.offline)
+    _held_out_draw_present(scripts)
     assert len([s for s in offline if s.split == "held_out"]) >= 6
 
 
@@ -363,6 +374,8 @@ def test_every_corpus_mutant_is_labelled_consistent_and_within_what_holds(half, 
     """A changed operator must not keep an old label: any new, stale or inconsistent row
     fails; and each half keeps the precision and recall it was measured at."""
     scripts = [s for s in cs.load_corpus() if s.split == half]
+    if not scripts:
+        pytest.skip(f"no {half} scripts in this corpus (a draw read for fixes joined tune)")
     mutants, errors, missing = cs.collect(scripts, MIRROR)
     m = cs.measure(mutants, errors, cs.load_labels(), cs.load_expected())
     m.missing_scripts = missing

@@ -86,7 +86,6 @@ STYLE_ONLY = {
     "softmax_overwrites_logits": "no reference loop reuses its logits name (two_head_focal)",
     "stale_fake_in_generator_loss": "no reference loop is a GAN (wgan_gp_toy)",
     "swap_loss_targets": "no reference loop has parallel loss terms (two_head_focal)",
-    "to_device_not_assigned": "the reference loops move tuples (dcgan, imagenet_trainer, vae)",
     "wrong_network_in_loss": "no reference loop builds two networks of a class (actor_critic_chain)",
 }
 

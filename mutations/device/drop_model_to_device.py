@@ -6,13 +6,81 @@ import libcst as cst
 
 from mutations.device._shared import is_device_move
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     bound_names,
     dotted_name,
     is_model,
     receiver,
+    starts_before,
 )
+
+# Module methods that run no forward.
+_NO_FORWARD = frozenset(
+    {"load_state_dict", "state_dict", "parameters", "named_parameters", "apply", "train"}
+    | {"eval", "modules", "children", "named_modules", "requires_grad_"}
+)
+
+
+def _branches(node: cst.CSTNode, ctx: Context) -> set[tuple[str, bool]]:
+    """The conditions ``node`` runs under in its function: (test code, which branch)."""
+    found, child = set(), node
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(parent, (cst.For, cst.While, cst.Try, cst.With)) and parent is not node:
+            found.add((f"<{type(parent).__name__}>", True))  # runs any number of times
+        if isinstance(parent, cst.If):
+            found.add((ctx.code(parent.test), parent.body is child))
+        child = parent
+    return found
+
+
+def _same_module_between(first: cst.CSTNode, second: cst.CSTNode, name: str, ctx: Context) -> bool:
+    """Between the two lines, is ``name`` only rebound to itself wrapped or moved, and not
+    otherwise used (no forward on the wrong device in between)?"""
+    scope = ctx.enclosing_function(first) or ctx.module
+    for use in ctx.nodes_within(scope, cst.Name):
+        if use.value != name.split(".")[0]:  # type: ignore[attr-defined]
+            continue
+        if not (starts_before(first, use, ctx) and starts_before(use, second, ctx)):
+            continue
+        if ctx.within(second, use) or ctx.within(first, use):
+            continue
+        parent = ctx.parent(use)
+        if isinstance(parent, cst.Attribute) and parent.attr.value in _NO_FORWARD:
+            continue  # ``g.load_state_dict(...)``: no forward on the wrong device
+        call = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+        if isinstance(call, cst.Call) and dotted_name(call.func) == "print":
+            continue
+        return False
+    return True
+
+
+def _moved_again(node: cst.CSTNode, move: cst.Call, ctx: Context) -> bool:
+    """Is the model also moved to the same device by another line of the function that
+    runs whenever this one does (under no condition this one lacks), with the model kept
+    between (hifi-gan's ``DistributedDataParallel(g).to(device)`` after ``g = G().to(device)``;
+    retinanet's ``.cuda()`` before ``DataParallel(retinanet).cuda()``)?"""
+    target = node.targets[0].target if isinstance(node, cst.Assign) else receiver(move)
+    name = dotted_name(target)
+    if name is None:
+        return False
+    device = [ctx.code(a) for a in move.args]
+    scope = ctx.enclosing_function(node) or ctx.module
+    mine = _branches(node, ctx)
+    for other in ctx.nodes_within(scope, cst.Assign):
+        value = other.value  # type: ignore[attr-defined]
+        if other is node or not is_device_move(value, ctx):
+            continue
+        if [dotted_name(t.target) for t in other.targets] != [name]:  # type: ignore[attr-defined]
+            continue
+        if [ctx.code(a) for a in value.args] != device or not _branches(other, ctx) <= mine:
+            continue
+        first, second = (other, node) if starts_before(other, node, ctx) else (node, other)
+        if _same_module_between(first, second, name, ctx):
+            return True
+    return False
 
 
 class DropModelToDevice(Swap):
@@ -90,6 +158,32 @@ class DropModelToDevice(Swap):
                 encoder = EncoderCNN(args.embed_size)
             """,
         ),
+        # Moved again under a condition: only the first move is a site; the wrapper's
+        # second move to the same device changes nothing (issue 29: hifi-gan's DDP).
+        Example(
+            before="""
+                import torch.nn as nn
+                from torch.nn.parallel import DistributedDataParallel
+                class Net(nn.Module):
+                    pass
+                def main(device, gpus):
+                    net = Net().to(device)
+                    if gpus > 1:
+                        net = DistributedDataParallel(net).to(device)
+                    return net
+            """,
+            after="""
+                import torch.nn as nn
+                from torch.nn.parallel import DistributedDataParallel
+                class Net(nn.Module):
+                    pass
+                def main(device, gpus):
+                    net = Net()
+                    if gpus > 1:
+                        net = DistributedDataParallel(net).to(device)
+                    return net
+            """,
+        ),
     )
     non_examples = (
         """
@@ -113,10 +207,12 @@ class DropModelToDevice(Swap):
             return None
         return value if is_model(receiver(value), ctx) else None
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         move = self._move(node, ctx)
         if move is None:
             return None
+        if _moved_again(node, move, ctx):
+            return NonSite("equivalent: another line moves the same model to the same device")
         unmoved = receiver(move)
         if isinstance(node, cst.Expr):
             return cst.RemoveFromParent()

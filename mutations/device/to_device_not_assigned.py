@@ -14,6 +14,7 @@ from mutator.semantics import (
     dotted_name,
     imports,
     is_model,
+    method_name,
     receiver,
     resolve,
     single_assignment,
@@ -32,9 +33,14 @@ def _object_valued(name: str, ctx: Context) -> bool:
         callee = resolve(built.func, ctx)
         last = (dotted_name(built.func) or "").rsplit(".", 1)[-1]
         tensor = last == "Variable" or (callee.under("torch") and not callee.under("torch.nn"))
-        if last[:1].isupper() and not tensor:
+        defined = bool(callee.names) or _star_imports(ctx)  # a typo's ``Variabel`` is not
+        if last[:1].isupper() and not tensor and defined:
             return True
     return False
+
+
+def _star_imports(ctx: Context) -> bool:
+    return any(isinstance(i.names, cst.ImportStar) for i in ctx.nodes(cst.ImportFrom))  # type: ignore[attr-defined]
 
 
 def _graph_batch(name: str, ctx: Context) -> bool:
@@ -89,6 +95,24 @@ class ToDeviceNotAssigned(Swap):
                     images.to(device)
             """,
         ),
+        # Issue 29: a move in a tuple assignment (its result alone dropped), a cast chained
+        # after the move (kept), a legacy Variable around it, an indexed element.
+        Example(
+            before="x, y = x.to(device), y.to(device)\n",
+            after="x.to(device)\ny = y.to(device)\n",
+        ),
+        Example(
+            before="X = X.to(device).float()\n",
+            after="X.to(device)\nX = X.float()\n",
+        ),
+        Example(
+            before="img = Variable(img).cuda()\n",
+            after="Variable(img).cuda()\n",
+        ),
+        Example(
+            before="images[0] = images[0].cuda(gpu, non_blocking=True)\n",
+            after="images[0].cuda(gpu, non_blocking=True)\n",
+        ),
     )
     non_examples = (
         # A model moves in place: dropping the assignment changes nothing.
@@ -107,12 +131,117 @@ class ToDeviceNotAssigned(Swap):
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assign = single_assignment(node)
-        if assign is None or len(assign.targets) != 1 or not is_device_move(assign.value, ctx):
+        if assign is None or len(assign.targets) != 1:
             return None
-        name = dotted_name(assign.targets[0].target)
-        moved = receiver(assign.value)  # type: ignore[arg-type]
-        if name is None or dotted_name(moved) != name:
+        target = assign.targets[0].target
+        if isinstance(target, cst.Tuple) and isinstance(assign.value, cst.Tuple):
+            return self._tuple(node, assign, target, assign.value, ctx)  # type: ignore[arg-type]
+        moved = _moved_self(target, assign.value, ctx)
+        if moved is None:
             return None
-        if is_model(moved, ctx) or _object_valued(name, ctx) or _graph_batch(name, ctx):
-            return NonSite(f"equivalent: `{name}` is an object whose .to() moves it in place")
-        return node.with_changes(body=[cst.Expr(value=assign.value)])  # type: ignore[attr-defined]
+        rejected = _in_place(target, moved, ctx)
+        if rejected is not None:
+            return rejected
+        move = _move_in(assign.value, ctx)
+        if move is assign.value or _variable(assign.value, ctx):
+            return node.with_changes(body=[cst.Expr(value=assign.value)])  # type: ignore[attr-defined]
+        # ``X = X.to(d).float()``: the move's result is dropped, the cast kept (issue 29)
+        cast = assign.value.deep_replace(move, receiver(move))  # type: ignore[arg-type]
+        return cst.FlattenSentinel(
+            [
+                node.with_changes(body=[cst.Expr(value=move)]),  # type: ignore[arg-type]
+                node.with_changes(body=[assign.with_changes(value=cast)], leading_lines=()),
+            ]
+        )
+
+    def _tuple(
+        self,
+        node: cst.SimpleStatementLine,
+        assign: cst.Assign,
+        targets: cst.Tuple,
+        values: cst.Tuple,
+        ctx: Context,
+    ) -> Replacement | NonSite | None:
+        """``a, b = a.cuda(), b.cuda()``: the first element's move is kept as a statement of
+        its own, its result thrown away; the other elements stay assigned (issue 29)."""
+        if len(targets.elements) != len(values.elements) or len(targets.elements) < 2:
+            return None
+        for index, (t, v) in enumerate(zip(targets.elements, values.elements)):
+            moved = _moved_self(t.value, v.value, ctx)
+            if moved is None:
+                continue
+            rejected = _in_place(t.value, moved, ctx)
+            if rejected is not None:
+                return rejected
+            rest_t = [e.value for i, e in enumerate(targets.elements) if i != index]
+            rest_v = [e.value for i, e in enumerate(values.elements) if i != index]
+            kept = cst.Assign(
+                targets=[cst.AssignTarget(target=_joined(rest_t))], value=_joined(rest_v)
+            )
+            thrown = node.with_changes(body=[cst.Expr(value=v.value)])
+            return cst.FlattenSentinel([thrown, cst.SimpleStatementLine(body=[kept])])
+        return None
+
+
+def _joined(items: list[cst.BaseExpression]) -> cst.BaseExpression:
+    if len(items) == 1:
+        return items[0]
+    return cst.Tuple([cst.Element(i) for i in items], lpar=[], rpar=[])
+
+
+# Calls around a move that keep the tensor (a legacy ``Variable``, a cast after the move).
+_KEEPING_METHODS = frozenset({"float", "long", "double", "half", "int", "contiguous"})
+
+
+def _moved_self(
+    target: cst.BaseExpression, value: cst.BaseExpression, ctx: Context
+) -> cst.BaseExpression | None:
+    """The tensor ``value`` moves when it is ``target`` itself moved: ``x.to(device)``,
+    ``Variable(x).cuda()``, ``Variable(x.to(device))``, ``x.to(device).float()``,
+    ``images[0].cuda()`` for ``images[0]``; else None."""
+    while True:
+        if _variable(value, ctx):
+            value = value.args[0].value  # type: ignore[attr-defined]
+        elif isinstance(value, cst.Call) and method_name(value) in _KEEPING_METHODS:
+            value = receiver(value)  # type: ignore[assignment]
+        else:
+            break
+    if not is_device_move(value, ctx):
+        return None
+    moved = receiver(value)  # type: ignore[arg-type]
+    if _variable(moved, ctx):
+        moved = moved.args[0].value  # type: ignore[union-attr]
+    return moved if moved is not None and ctx.code(moved) == ctx.code(target) else None
+
+
+def _move_in(value: cst.BaseExpression, ctx: Context) -> cst.BaseExpression:
+    """The device move inside ``value`` (see ``_moved_self``)."""
+    while not is_device_move(value, ctx):
+        if _variable(value, ctx):
+            value = value.args[0].value  # type: ignore[attr-defined]
+        elif isinstance(value, cst.Call):
+            value = receiver(value)  # type: ignore[assignment]
+        else:
+            break
+    return value
+
+
+def _variable(expr: cst.BaseExpression | None, ctx: Context) -> bool:
+    return (
+        isinstance(expr, cst.Call)
+        and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] == "Variable"
+        and len(expr.args) == 1
+    )
+
+
+def _in_place(
+    target: cst.BaseExpression, moved: cst.BaseExpression, ctx: Context
+) -> NonSite | None:
+    name = dotted_name(target)
+    if is_model(moved, ctx) or (
+        name is not None and (_object_valued(name, ctx) or _graph_batch(name, ctx))
+    ):
+        return NonSite(
+            f"equivalent: `{ctx.code(target)}` is an object whose .to() moves it in place"
+        )
+    return None

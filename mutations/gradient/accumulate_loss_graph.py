@@ -16,6 +16,7 @@ from mutator.semantics import (
     loops_around,
     method_name,
     number_value,
+    starts_before,
 )
 
 
@@ -89,6 +90,14 @@ class AccumulateLossGraph(Swap):
         ),
     )
     non_examples = (
+        # A test loss computed under no_grad has no graph (issue 29: a tutorial's test loop).
+        """
+            import torch
+            for x, y in test_loader:
+                with torch.no_grad():
+                    loss = criterion(model(x), y)
+                eval_loss += loss.item()
+        """,
         # Set back to zero at every optimizer step (a diffusion Trainer with gradient
         # accumulation): the graphs live for one step, memory does not grow (issue 22).
         """
@@ -148,7 +157,32 @@ class AccumulateLossGraph(Swap):
                 "optimizer step: each graph lives one step, memory does not grow"
             )
         assert isinstance(item.func, cst.Attribute)
+        if _built_without_graph(item.func.value, node, ctx):
+            return NonSite(
+                f"equivalent: `{code_of(item.func.value)}` is computed under no_grad: there "
+                "is no graph to keep alive"
+            )
         return node.deep_replace(item, item.func.value)
+
+
+def _built_without_graph(value: cst.BaseExpression, at: cst.CSTNode, ctx: Context) -> bool:
+    """Is every assignment of the summed name in ``at``'s scope inside a no_grad block (a
+    test loss summed after ``with torch.no_grad(): loss = criterion(out, y)``; issue 29)?"""
+    name = dotted_name(value)
+    if name is None or not isinstance(value, cst.Name):
+        return False
+    scope = ctx.enclosing_function(at) or ctx.module
+    assigned = [
+        a
+        for a in ctx.nodes_within(scope, cst.Assign)
+        if any(dotted_name(t.target) == name for t in a.targets)  # type: ignore[attr-defined]
+        and ctx.enclosing_function(a) is ctx.enclosing_function(at)
+    ]
+    loops = loops_around(at, ctx)
+    if loops:  # the assignment of this iteration, before the sum (a name reused elsewhere)
+        here = [a for a in assigned if ctx.within(loops[0], a) and starts_before(a, at, ctx)]
+        assigned = here or assigned
+    return bool(assigned) and all(in_no_grad(a, ctx) for a in assigned)
 
 
 def _reset_every_step(node: cst.AugAssign, ctx: Context) -> bool:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from mutations.gradient._shared import backward_calls
 from mutator.context import Context
-from mutator.operator import Edits, Example, Replacement, Swap
+from mutator.operator import Edits, Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     dotted_name,
     dotted_names_in,
@@ -113,6 +113,24 @@ class LossFromItem(Swap):
                 loss.backward()
             """,
         ),
+        # A loss *function* built by a helper is no loss: only its result per batch is
+        # (issue 29: torchsample's ``get_partial_loss_fn``).
+        Example(
+            before="""
+                import torch
+                loss_fn = helper.get_partial_loss_fn(criterion)
+                for x, y in loader:
+                    loss = loss_fn(model(x), y)
+                    loss.backward()
+            """,
+            after="""
+                import torch
+                loss_fn = helper.get_partial_loss_fn(criterion)
+                for x, y in loader:
+                    loss = torch.tensor(loss_fn(model(x), y).item(), requires_grad=True)
+                    loss.backward()
+            """,
+        ),
     )
     non_examples = (
         # A model call whose result is no loss by its name.
@@ -187,11 +205,13 @@ class LossFromItem(Swap):
             return False  # a criterion, or a model whose forward returns the loss
         return _reaches_backward(ctx, assign, name)
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assert isinstance(node, cst.Call)
         found = self._assignment(node, ctx)
         if found is None or not self._is_site(node, found[0], found[1], ctx):
             return None
+        if _called_later(ctx, found[0], found[1]):
+            return NonSite(f"`{found[1]}` holds a loss function (it is called later), not a loss")
         assign, name, _ = found
         torch_name = module_alias(ctx, "torch", at=node)
         code = ctx.code(node)
@@ -210,6 +230,16 @@ def _augmented(ctx: Context, assign: cst.Assign, name: str) -> bool:
         and same_scope(aug, assign, ctx)
         and starts_before(assign, aug, ctx)
         for aug in ctx.nodes(cst.AugAssign)
+    )
+
+
+def _called_later(ctx: Context, assign: cst.Assign, name: str) -> bool:
+    """Is ``name`` called after ``assign`` in its scope (it holds a function)?"""
+    return any(
+        dotted_name(call.func) == name  # type: ignore[attr-defined]
+        and same_scope(call, assign, ctx)
+        and starts_before(assign, call, ctx)
+        for call in ctx.nodes(cst.Call)
     )
 
 

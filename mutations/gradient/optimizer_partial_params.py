@@ -83,6 +83,16 @@ class OptimizerPartialParams(Swap):
             model = nn.Linear(20, 1)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         """,
+        # ... also after ``model = model.cuda()`` (issue 29: the value it rebinds is no
+        # other model).
+        """
+            import torch
+            from torch import nn
+            model = nn.Linear(20, 1)
+            if torch.cuda.is_available():
+                model = model.cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        """,
     )
 
     def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:

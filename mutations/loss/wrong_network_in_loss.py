@@ -6,17 +6,19 @@ import libcst as cst
 
 from mutations.gradient._loss_flow import feeds_loss
 from mutator.context import Context
-from mutator.operator import Example, Replacement, Swap
+from mutator.operator import Example, NonSite, Replacement, Swap
 from mutator.semantics import (
     MODULE_PASSTHROUGH,
     TRAINING_CONTEXTS,
     code_of,
     dotted_name,
     is_model,
+    loops_around,
     parse_expr,
     per_module,
     resolve,
     single_assignment,
+    starts_before,
     unwrap_calls,
 )
 
@@ -83,6 +85,24 @@ def _networks(value: cst.BaseExpression, ctx: Context) -> list[str]:
                 found.append(name)
                 break
     return found
+
+
+def _built_later(name: str, at: cst.CSTNode, ctx: Context) -> bool:
+    """Is every binding of ``name`` a later line of ``at``'s own scope, outside any loop
+    around ``at`` (a reloaded copy built after training; issue 29)?"""
+    scope = ctx.enclosing_function(at)
+    bindings = [
+        a
+        for a in ctx.nodes(cst.Assign)
+        if any(dotted_name(t) == name for t, _ in _pairs(a))  # type: ignore[arg-type]
+    ]
+    loops = loops_around(at, ctx)
+    return bool(bindings) and all(
+        ctx.enclosing_function(a) is scope
+        and starts_before(at, a, ctx)
+        and not any(ctx.within(loop, a) for loop in loops)
+        for a in bindings
+    )
 
 
 class _Rename(cst.CSTTransformer):
@@ -162,6 +182,17 @@ class WrongNetworkInLoss(Swap):
         ),
     )
     non_examples = (
+        # The other network is built only after training (a reloaded copy): NameError.
+        """
+            import torch.nn as nn
+            class Net(nn.Module):
+                pass
+            model = Net()
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+            newmodel = Net()
+        """,
         # One network of its class: nothing to confuse it with.
         """
             G = Generator()
@@ -177,7 +208,7 @@ class WrongNetworkInLoss(Swap):
         """,
     )
 
-    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | None:
+    def swap(self, node: cst.CSTNode, ctx: Context) -> Replacement | NonSite | None:
         assign = single_assignment(node)
         if assign is None or not feeds_loss(node, ctx):
             return None
@@ -187,6 +218,10 @@ class WrongNetworkInLoss(Swap):
             return None  # ``D = D.cuda()``: the network itself, not a loss
         for network in _networks(assign.value, ctx):
             sibling = _sibling(network, ctx)
+            if sibling is not None and _built_later(sibling, node, ctx):
+                return NonSite(
+                    f"`{sibling}` is built only after this line: the mutant raises NameError"
+                )
             if sibling is not None:
                 value = assign.value.visit(_Rename(network, sibling))
                 return node.with_changes(body=[assign.with_changes(value=value)])  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.mode._class_modes import UNREAD, mode_left_unread
 from mutations.mode._final import evaluated_nowhere_after, next_use_sets_eval
 from mutations.mode._shared import mode_blind, model_mode_statement, switched_model
 from mutator.context import Context
@@ -19,7 +20,9 @@ class DropEvalMode(Swap):
     leaking it into the model used later. Model selection and early stopping then act
     on wrong numbers. A model without such layers is no site (the mutant is equivalent),
     nor an ``eval()`` that nothing runs the model after (before saving), nor one whose next
-    use is a call of the script's own function that sets eval mode itself (a ``predict``).
+    use is a call of the script's own function that sets eval mode itself (a ``predict``), nor
+    one at the end of a trainer class's method when every method that runs the model sets
+    its mode first (issue 29: TabNet's ``fit``).
     The model's classes are read where they are: in the script, in the project's files it
     imports (``from modules import UNet``), or, for a model a sibling script hands in
     (``engine.train(model=model)``), there; a ``Dropout`` whose probability is 0 on every
@@ -108,6 +111,60 @@ class DropEvalMode(Swap):
                 model = torch.nn.DataParallel(models.__dict__[args.arch]())
                 def validate(loader):
                     return [model(x) for x, _ in loader]
+            """,
+        ),
+        # Built inside the project's own context manager, which may swap its layers
+        # (lit-llama's ``with lora(dropout=0.05):``): unknown, so a site (issue 29).
+        Example(
+            before="""
+                import contextlib
+                import torch.nn as nn
+                @contextlib.contextmanager
+                def lora(dropout):
+                    yield patch_linear(dropout)
+                with lora(dropout=0.05):
+                    model = nn.Sequential(nn.Linear(4, 4))
+                def evaluate(x):
+                    model.eval()
+                    return model(x)
+            """,
+            after="""
+                import contextlib
+                import torch.nn as nn
+                @contextlib.contextmanager
+                def lora(dropout):
+                    yield patch_linear(dropout)
+                with lora(dropout=0.05):
+                    model = nn.Sequential(nn.Linear(4, 4))
+                def evaluate(x):
+                    return model(x)
+            """,
+        ),
+        # A module that rebinds its globals from argv (nanoGPT's configurator): ``dropout
+        # = 0.0`` is only the default, so the dropout may be on (issue 29).
+        Example(
+            before="""
+                import sys
+                import torch.nn as nn
+                dropout = 0.0
+                for arg in sys.argv[1:]:
+                    key, val = arg.split("=")
+                    globals()[key] = float(val)
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(dropout))
+                def evaluate(x):
+                    model.eval()
+                    return model(x)
+            """,
+            after="""
+                import sys
+                import torch.nn as nn
+                dropout = 0.0
+                for arg in sys.argv[1:]:
+                    key, val = arg.split("=")
+                    globals()[key] = float(val)
+                model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(dropout))
+                def evaluate(x):
+                    return model(x)
             """,
         ),
         # The next call sets eval mode itself (a fit() library's predict, issue 29): only
@@ -206,6 +263,33 @@ class DropEvalMode(Swap):
                 model.eval()
                 return model(x)
         """,
+        # ... nor blocks copied by a generator, a bare call of the module's function that a
+        # method shares the name of, a model rebound by ``model = model.cuda()`` (issue 29).
+        """
+            import torch.nn as nn
+
+            def cache(n):
+                return n * 2
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList(Block() for _ in range(2))
+
+                def cache(self, n):
+                    return cache(n)
+
+            model = Net()
+            model = model.cuda()
+            def evaluate(x):
+                model.eval()
+                return model(x)
+        """,
         # ... and so do PyG's graph convolutions (issue 22: link prediction on Cora).
         """
             import torch
@@ -239,4 +323,6 @@ class DropEvalMode(Swap):
             return NonSite("equivalent: nothing runs the model after this eval() (it is saved)")
         if next_use_sets_eval(node, model, ctx):
             return NonSite("equivalent: the next call that uses the model sets eval mode itself")
+        if mode_left_unread(node, model, ctx):
+            return NonSite(UNREAD)
         return cst.RemoveFromParent()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.mode._class_modes import UNREAD, mode_left_unread
 from mutations.mode._restore import saved_mode_restore
 from mutations.mode._shared import (
     mode_blind,
@@ -59,7 +60,8 @@ class DropTrainMode(Swap):
     the model is still in its initial training mode and nothing changes, and only on a model
     with a layer that reads the mode (on one without dropout or batch norm the mutant is
     equivalent, a non-site); a ``train()`` that another one always follows before the
-    next training step is no site either. The model's classes are read in the script and
+    next training step is no site either, nor one at the end of a trainer class's method
+    when every method that runs the model sets its mode first (issue 29). The model's classes are read in the script and
     in the project's files (see drop_eval_mode); a model from a package, a hub or a file is
     assumed to read the mode. Fix: call
     ``model.train()`` at the start of every training epoch (or training step). Where the
@@ -175,6 +177,43 @@ class DropTrainMode(Swap):
                     evaluate(model, loader)
             """,
         ),
+        # A method runs the network without setting its mode (a summary): the mode the
+        # evaluation leaves is read there, so its closing train() stays a site (issue 29).
+        Example(
+            before="""
+                class Model:
+                    def fit(self, loader):
+                        self.network.train()
+                        for x in loader:
+                            self.network(x).sum().backward()
+                        self.network.eval()
+
+                    def evaluate(self, x):
+                        self.network.eval()
+                        out = self.network(x)
+                        self.network.train()
+                        return out
+
+                    def summary(self, x):
+                        return self.network(x).shape
+            """,
+            after="""
+                class Model:
+                    def fit(self, loader):
+                        self.network.train()
+                        for x in loader:
+                            self.network(x).sum().backward()
+                        self.network.eval()
+
+                    def evaluate(self, x):
+                        self.network.eval()
+                        out = self.network(x)
+                        return out
+
+                    def summary(self, x):
+                        return self.network(x).shape
+            """,
+        ),
     )
     non_examples = (
         # No eval() anywhere: the model is in training mode anyway.
@@ -233,6 +272,8 @@ class DropTrainMode(Swap):
             )
         if train_mode_restored_later(node, ctx):
             return NonSite("equivalent: the loop calls train() again before its next training step")
+        if mode_left_unread(node, switched_model(call, ctx)[0], ctx):
+            return NonSite(UNREAD)
         return cst.RemoveFromParent()
 
     def plan(self, node: cst.CSTNode, ctx: Context) -> Edits | NonSite | None:

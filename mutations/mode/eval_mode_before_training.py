@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.mode._class_modes import UNREAD, mode_left_unread
 from mutations.mode._shared import (
     forwarded_switch,
     mode_blind,
     mode_set,
     model_mode_statement,
     overwritten_next_iteration,
+    switched_model,
     train_mode_restored_later,
 )
 from mutator.context import Context
@@ -28,7 +30,9 @@ class EvalModeBeforeTraining(Operator):
     no layer that reads the mode is no site (the mutant is equivalent), nor the last line
     of a helper whose caller switches to train mode again before its next step, nor a
     ``train()`` late in an iteration of a loop whose every iteration opens on ``train()``
-    (a trainer's restore after its evaluation) when nothing trains after the loop.
+    (a trainer's restore after its evaluation) when nothing trains after the loop, nor one
+    at the end of a trainer class's method when every method that runs the model sets its
+    mode first (TabNet's ``_predict_epoch``).
     The model's classes are read in the script and in the project's files (see
     drop_eval_mode); a model from a package, a hub or a file is assumed to read the mode.
     Fix: call
@@ -126,6 +130,55 @@ class EvalModeBeforeTraining(Operator):
                         model.train(mode=True)
             """,
         ),
+        # A fit() library whose every method that runs the network sets its mode first: the
+        # evaluation's closing train() is never read, only the epoch's own is a site (issue
+        # 29: TabNet's _predict_epoch).
+        Example(
+            before="""
+                class Model:
+                    def __init__(self, network):
+                        self.network = network
+
+                    def fit(self, loader, valid, epochs):
+                        for epoch in range(epochs):
+                            self._train_epoch(loader)
+                            self._predict_epoch(valid)
+                        self.network.eval()
+
+                    def _train_epoch(self, loader):
+                        self.network.train()
+                        for x in loader:
+                            self.network(x).sum().backward()
+
+                    def _predict_epoch(self, loader):
+                        self.network.eval()
+                        scores = [self.network(x) for x in loader]
+                        self.network.train()
+                        return scores
+            """,
+            after="""
+                class Model:
+                    def __init__(self, network):
+                        self.network = network
+
+                    def fit(self, loader, valid, epochs):
+                        for epoch in range(epochs):
+                            self._train_epoch(loader)
+                            self._predict_epoch(valid)
+                        self.network.eval()
+
+                    def _train_epoch(self, loader):
+                        self.network.eval()
+                        for x in loader:
+                            self.network(x).sum().backward()
+
+                    def _predict_epoch(self, loader):
+                        self.network.eval()
+                        scores = [self.network(x) for x in loader]
+                        self.network.train()
+                        return scores
+            """,
+        ),
     )
     non_examples = (
         "trainer.train()\n",
@@ -174,6 +227,8 @@ class EvalModeBeforeTraining(Operator):
             return blind
         if train_mode_restored_later(node, ctx) or overwritten_next_iteration(node, call, ctx):
             return NonSite("equivalent: the loop calls train() again before its next training step")
+        if mode_left_unread(node, switched_model(call, ctx)[0], ctx):
+            return NonSite(UNREAD)
         forwarded = forwarded_switch(call, ctx) if mode_set(call) is None else None
         if forwarded is not None:  # ``self._set_training_mode(True)`` -> ``(False)``
             return {call: with_arg_value(call, forwarded[2], cst.Name("False"))}

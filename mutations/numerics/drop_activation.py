@@ -4,134 +4,29 @@ from __future__ import annotations
 
 import libcst as cst
 
+from mutations.numerics._activations import (
+    _ACTIVATION_CLASSES,
+    _ACTIVATION_FUNCTIONS,
+    _ACTIVATION_METHODS,
+    _SQUASHING,
+    _built_by_activation_parameter,
+    _in_autograd_function,
+    _in_model_code,
+    _relu_clamp,
+    _squashes_output,
+    _unless_factor,
+)
 from mutations.numerics._layer_lists import in_layer_list
 from mutator.context import Context
 from mutator.operator import Edits, Example, NonSite, Operator
 from mutator.semantics import (
-    bound_target,
-    callee_name,
-    dotted_name,
-    identifiers_in,
-    is_model,
-    is_module_class,
     method_name,
     module_constructors,
     nn_class,
     positional_args,
     resolve,
-    starts_before,
     without_element,
 )
-
-_ACTIVATION_CLASSES = (
-    "ReLU",
-    "LeakyReLU",
-    "ReLU6",
-    "PReLU",
-    "ELU",
-    "SELU",
-    "GELU",
-    "SiLU",
-    "Mish",
-    "Tanh",
-    "Softplus",
-    "Sigmoid",
-)
-
-
-_ACTIVATION_FUNCTIONS = {
-    *(
-        f"torch.nn.functional.{name}"
-        for name in ("relu", "leaky_relu", "relu6", "elu", "selu", "gelu", "silu", "mish")
-    ),
-    *("torch.nn.functional.tanh", "torch.nn.functional.softplus"),
-    *("torch.relu", "torch.tanh", "torch.nn.functional.relu_"),
-}
-
-
-_ACTIVATION_METHODS = ("relu", "relu_", "tanh")
-# Squashing activations: last in a model they map to the output's range (a generator's
-# Tanh to [-1, 1]); a ReLU ending a block is still hidden (a head follows).
-_SQUASHING = ("Tanh", "Softplus", "Sigmoid")
-
-
-def _squashes_output(node: cst.Call, ctx: Context) -> bool:
-    """``return torch.tanh(self.out(x))``, or a tanh/softplus whose value no later layer
-    reads (``x = torch.tanh(self.fc_mu(x)); return x * scale``, ``std =
-    F.softplus(self.fc_std(x))``): an output activation, not a hidden one (issue 22)."""
-    name = (callee_name(node) or "").lower()
-    if name not in ("tanh", "softplus"):
-        return False
-    if isinstance(ctx.parent(node), cst.Return):
-        return True
-    bound = bound_target(node, ctx)
-    function = ctx.enclosing_function(node)
-    if not isinstance(bound, cst.Name) or function is None:
-        return False
-    loop = ctx.enclosing(node, (cst.For, cst.While))
-    for call in ctx.nodes_within(function, cst.Call):
-        if ctx.within(node, call) or not (
-            starts_before(node, call, ctx) or (loop is not None and ctx.within(loop, call))
-        ):
-            continue
-        reads_it = any(bound.value in identifiers_in(arg.value, ctx) for arg in call.args)  # type: ignore[attr-defined]
-        if reads_it and _is_layer_call(call, ctx):  # type: ignore[arg-type]
-            return False  # a layer reads it (now, or in the next iteration): hidden
-    return True
-
-
-def _is_layer_call(call: cst.Call, ctx: Context) -> bool:
-    """``self.fc2(h)``, ``self.blocks[i](h)``, ``layer(h)`` from ``self.layers``: a module."""
-    func = call.func
-    while isinstance(func, cst.Subscript):
-        func = func.value
-    if isinstance(func, cst.Attribute) and dotted_name(func.value) == "self":
-        return True
-    return isinstance(func, cst.Name) and is_model(func, ctx)
-
-
-# Operators that make an activation a factor of a formula (GELU's ``0.5 * x * (1 + tanh(..))``,
-# a gate ``i * tanh(g)``), not a nonlinearity between two layers.
-_FACTOR_OPERATORS = (cst.Multiply, cst.Divide, cst.Power, cst.MatrixMultiply)
-_FACTOR_METHODS = frozenset({"pow", "mul", "div", "square", "matmul", "sqrt"})
-
-
-def _formula_factor(node: cst.Call, ctx: Context) -> bool:
-    """Is the activation's value multiplied, divided or raised inside the arithmetic around
-    it (also through torch's own functions: Mish's softplus inside its tanh)?"""
-    parent = ctx.parent(node)
-    if isinstance(parent, cst.Attribute) and parent.attr.value in _FACTOR_METHODS:
-        return True  # ``torch.tanh(a).pow(2)``: SAC's log-prob correction (issue 29)
-    while isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.Arg)):
-        if isinstance(parent, cst.Arg):
-            call = ctx.parent(parent)
-            if not isinstance(call, cst.Call) or not resolve(call, ctx, strict=False).under(
-                "torch"
-            ):
-                return False
-            parent = call
-        elif isinstance(parent.operator, _FACTOR_OPERATORS):
-            return True
-        parent = ctx.parent(parent)
-    return False
-
-
-def _unless_factor(node: cst.Call, ctx: Context) -> NonSite | None:
-    if not _formula_factor(node, ctx):
-        return None
-    return NonSite(
-        "a factor of a hand-written formula (GELU's tanh, a gate): removing it changes the "
-        "formula, it does not remove a hidden nonlinearity"
-    )
-
-
-def _in_model_code(node: cst.CSTNode, ctx: Context) -> bool:
-    """Inside an ``nn.Module`` subclass, or a ``forward`` function."""
-    function = ctx.enclosing_function(node)
-    if function is not None and function.name.value == "forward":
-        return True
-    owner = ctx.enclosing(node, cst.ClassDef)
-    return isinstance(owner, cst.ClassDef) and is_module_class(owner, ctx)
 
 
 class DropActivation(Operator):
@@ -144,7 +39,10 @@ class DropActivation(Operator):
     An activation that is a factor of a hand-written formula (GELU's tanh, an LSTM gate) is
     no site: removing it changes the formula instead; one inside a log-probability
     correction (SAC's ``log(1 - tanh(a)^2)``) is not told apart (1 of 63 corpus mutants,
-    issue 22). Fix: put the nonlinearity back between the layers. Check: compare train/val curves
+    issue 22). A hand-written ReLU (``h.clamp(min=0)`` in model code or on a matrix
+    product) and a layer built by an activation-class parameter (``activation=nn.ReLU``)
+    are sites; an output Sigmoid held by an attribute and the forward of a custom
+    autograd Function are not (issue 29). Fix: put the nonlinearity back between the layers. Check: compare train/val curves
     with the reference (a higher floor), or overfit a small nonlinear batch; a model
     summary shows consecutive Linear layers.
     """
@@ -269,8 +167,81 @@ class DropActivation(Operator):
                         return self.fc2(self.fc1(x))
             """,
         ),
+        # A ReLU written as clamp(min=0) between two layers (issue 29: hand-written nets).
+        Example(
+            before="""
+                import torch
+                class TwoLayerNet(torch.nn.Module):
+                    def forward(self, x):
+                        h = self.linear1(x).clamp(min=0)
+                        return self.linear2(h)
+            """,
+            after="""
+                import torch
+                class TwoLayerNet(torch.nn.Module):
+                    def forward(self, x):
+                        h = self.linear1(x)
+                        return self.linear2(h)
+            """,
+        ),
+        # A layer built by a constructor parameter that only ever gets activation classes
+        # (issue 29: ``Model(activation=nn.Tanh)``).
+        Example(
+            before="""
+                import torch.nn as nn
+                class Model(nn.Module):
+                    def __init__(self, activation=nn.ReLU):
+                        super().__init__()
+                        self.fc0 = nn.Linear(2, 5)
+                        self.act0 = activation()
+                        self.fc1 = nn.Linear(5, 1)
+
+                    def forward(self, x):
+                        x = self.act0(self.fc0(x))
+                        return self.fc1(x)
+                for activation in [nn.Tanh, nn.ReLU]:
+                    model = Model(activation=activation)
+            """,
+            after="""
+                import torch.nn as nn
+                class Model(nn.Module):
+                    def __init__(self, activation=nn.ReLU):
+                        super().__init__()
+                        self.fc0 = nn.Linear(2, 5)
+                        self.act0 = activation()
+                        self.fc1 = nn.Linear(5, 1)
+
+                    def forward(self, x):
+                        x = self.fc0(x)
+                        return self.fc1(x)
+                for activation in [nn.Tanh, nn.ReLU]:
+                    model = Model(activation=activation)
+            """,
+        ),
     )
     non_examples = (
+        # A custom autograd Function's forward: its backward still applies the mask.
+        """
+            import torch
+            class MyReLU(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.save_for_backward(x)
+                    return x.clamp(min=0)
+        """,
+        # The output Sigmoid held by an attribute: an output activation (issue 29).
+        """
+            import torch.nn as nn
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.out = nn.Linear(5, 1)
+                    self.act = nn.Sigmoid()
+
+                def forward(self, x):
+                    x = self.act(self.out(x))
+                    return x
+        """,
         # A final Sigmoid maps to probabilities: an output activation (a discriminator's).
         """
             from torch import nn
@@ -349,6 +320,13 @@ class DropActivation(Operator):
                     return NonSite("an output activation (a generator's Tanh), not a hidden one")
                 return {sequential: without_element(sequential, parent)}  # type: ignore[arg-type]
             return in_layer_list(node, ctx) if _in_model_code(node, ctx) else None
+        if _in_autograd_function(node, ctx):
+            return NonSite(
+                "inside a custom autograd Function: its hand-written backward still applies "
+                "the activation's gradient, so forward and backward would disagree"
+            )
+        if _relu_clamp(node, ctx):
+            return _unless_factor(node, ctx) or {node: node.func.value}  # type: ignore[union-attr]
         if not _in_model_code(node, ctx) or _squashes_output(node, ctx):
             return None
         positional = positional_args(node)
@@ -360,4 +338,6 @@ class DropActivation(Operator):
             node.func, ctx, node, _ACTIVATION_CLASSES
         ):
             return _unless_factor(node, ctx) or {node: positional[0].value}
+        if len(positional) == 1 and _built_by_activation_parameter(node.func, ctx, node):
+            return {node: positional[0].value}
         return None

@@ -16,12 +16,14 @@ from mutator.semantics import (
     is_parameter,
     is_pure,
     module_alias,
-    nn_class,
     optimizer_class,
     resolve,
     unwrap_calls,
     values_of,
 )
+from mutator.semantics.layers import one_weight_layer
+from mutator.semantics.models import class_named, without_rebinding
+from mutator.semantics.modules import imported_definition
 from mutator.semantics.params import parameter_owners
 
 _LOOP_NAMES = ("param", "p", "weight")
@@ -178,6 +180,37 @@ class ZeroInit(Swap):
             model = nn.Linear(4, 3)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
         """,
+        # A weight-normed model: zero weight_v gives 0/0 = NaN weights, a NaN run and not
+        # the named bug (issue 29: hifi-gan).
+        """
+            import torch
+            from torch import nn
+            from torch.nn.utils import weight_norm
+            class Generator(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = weight_norm(nn.Conv1d(80, 64, 7))
+                    self.conv2 = weight_norm(nn.Conv1d(64, 1, 7))
+            generator = Generator()
+            opt = torch.optim.AdamW(generator.parameters(), lr=2e-4)
+        """,
+        # ... nor a module class of one such layer, moved by rebinding (issue 29: a
+        # tutorial's logistic regression).
+        """
+            import torch
+            from torch import nn
+            class Logistic(nn.Module):
+                def __init__(self, d, k):
+                    super().__init__()
+                    self.fc = nn.Linear(d, k)
+                    self.act = nn.Sigmoid()
+
+                def forward(self, x):
+                    return self.act(self.fc(x))
+            model = Logistic(4, 3)
+            model = model.cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        """,
         """
             import torch
             sched = torch.optim.lr_scheduler.StepLR(opt, 10)
@@ -200,6 +233,11 @@ class ZeroInit(Swap):
             return NonSite(
                 "one weight layer (a linear model): its units get different gradients from "
                 "the targets, so zeros break no symmetry"
+            )
+        if any(_weight_normed(owner, ctx, node) for owner in owners):
+            return NonSite(
+                "a weight-normed model: zero weight_v makes every weight 0/0 = NaN, a NaN run "
+                "rather than tied units"
             )
         spread = ", ".join(f"*{ctx.code(owner)}.parameters()" for owner in owners)
         source = f"{ctx.code(owners[0])}.parameters()" if len(owners) == 1 else f"[{spread}]"
@@ -268,5 +306,35 @@ _SINGLE_LAYERS = ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d")
 
 def _one_layer(owner: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool:
     """Is ``owner`` one ``nn.Linear``/``nn.Conv*`` layer (a linear model) wherever it is set?"""
-    held = [unwrap_calls(v, MODULE_PASSTHROUGH) for v in values_of(owner, ctx, at)]
-    return bool(held) and all(nn_class(v, ctx, _SINGLE_LAYERS) is not None for v in held)
+    held = without_rebinding(
+        owner, [unwrap_calls(v, MODULE_PASSTHROUGH) for v in values_of(owner, ctx, at)]
+    )
+    return bool(held) and all(
+        isinstance(v, cst.Call) and one_weight_layer(v, ctx, _SINGLE_LAYERS) for v in held
+    )
+
+
+_NORMS = ("weight_norm", "spectral_norm")
+
+
+def _weight_normed(owner: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool:
+    """Does the class ``owner`` is built from (in the script or the project) wrap its layers
+    in ``weight_norm``/``spectral_norm``, itself or in the classes of its file it builds
+    (hifi-gan's generator and its discriminators' sub-discriminators)?"""
+    for value in values_of(owner, ctx, at):
+        built = unwrap_calls(value, MODULE_PASSTHROUGH)
+        if not isinstance(built, cst.Call):
+            continue
+        local = class_named(ctx, dotted_name(built.func) or "")
+        found = (local, ctx) if local is not None else imported_definition(built.func, ctx)
+        if isinstance(found and found[0], cst.ClassDef) and _class_normed(*found, 0):  # type: ignore[misc]
+            return True
+    return False
+
+
+def _class_normed(cls: cst.ClassDef, ctx: Context, depth: int) -> bool:
+    names = {n.value for n in ctx.nodes_within(cls, cst.Name)}  # type: ignore[attr-defined]
+    if names & set(_NORMS):
+        return True
+    inner = [class_named(ctx, name) for name in names if name != cls.name.value]
+    return depth < 2 and any(c is not None and _class_normed(c, ctx, depth + 1) for c in inner)

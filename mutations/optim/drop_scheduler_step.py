@@ -6,12 +6,21 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.operator import Example, Replacement, Swap
-from mutator.semantics import is_scheduler_step, manual_lr_writes, single_assignment
+from mutator.semantics import (
+    expression_call,
+    is_scheduler_step,
+    manual_lr_writes,
+    single_assignment,
+)
+from mutator.semantics.modules import imported_definition
 
 
 class DropSchedulerStep(Swap):
     """Delete ``scheduler.step()``, or the write of a hand-written schedule
     (``param_group["lr"] = lr``, ``optimizer.param_groups[0]["lr"] = lrnow``).
+
+    A call of a function of the project's other files that writes the learning rate
+    (``util.adjust_learning_rate(opt, optimizer, epoch)``) is a site too (issue 29).
 
     Bug: the learning-rate scheduler is built but never advanced. Impact: the LR stays at
     its initial value: no decay (the loss plateaus higher than it should late in training,
@@ -105,6 +114,18 @@ class DropSchedulerStep(Swap):
         if is_scheduler_step(node, ctx):
             return cst.RemoveFromParent()
         write = single_assignment(node)
-        return (
-            cst.RemoveFromParent() if write is not None and write in manual_lr_writes(ctx) else None
-        )
+        if write is not None and write in manual_lr_writes(ctx):
+            return cst.RemoveFromParent()
+        return cst.RemoveFromParent() if _project_schedule(node, ctx) else None
+
+
+def _project_schedule(node: cst.CSTNode, ctx: Context) -> bool:
+    """Is the line a call of a function of the project's other files that writes the
+    optimizer's learning rate (SupContrast's ``adjust_learning_rate(opt, optimizer, epoch)``
+    in util.py; issue 29)? The script's own such functions have their writes as sites."""
+    call = expression_call(node)
+    found = imported_definition(call.func, ctx) if call is not None else None
+    if found is None or not isinstance(found[0], cst.FunctionDef):
+        return False
+    function, where = found
+    return any(where.within(function, write) for write in manual_lr_writes(where))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from mutator.context import Context
+from mutator.semantics.cache import per_module
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import assignments, enclosing_function, is_parameter, values_of
 from mutator.semantics.syntax import dotted_name, find_arg, has_star_args, number_value
@@ -163,9 +164,38 @@ def _name(expr: cst.Name, ctx: Context, env: Bindings, depth: int) -> Value:
     held = values_of(expr, ctx, expr)
     if not held:
         return UNKNOWN
+    if _rebinds_globals(ctx) and _module_level(ctx, expr):
+        return UNKNOWN  # nanoGPT's ``globals()[key] = literal_eval(val)`` from argv
     inside = env.function is not None and function is env.function
     found = combine([value(v, ctx, env if inside else UNBOUND, depth + 1) for v in held])
     return _with_updates(found, expr.value, ctx, depth) if isinstance(found, Mapping) else found
+
+
+@per_module
+def _rebinds_globals(ctx: Context) -> bool:
+    """Does the module write its globals by name at run time (``globals()[key] = value``,
+    ``globals().update(...)``, ``exec(...)`` of a configurator)? Then a module-level
+    constant is only its default."""
+    for call in ctx.nodes(cst.Call):
+        names = resolve(call.func, ctx).names  # type: ignore[attr-defined]
+        if names == {"builtins.exec"}:
+            return True
+        if names == {"builtins.globals"}:
+            parent = ctx.parent(call)
+            if isinstance(parent, cst.Subscript) or (
+                isinstance(parent, cst.Attribute) and parent.attr.value == "update"
+            ):
+                return True
+    return False
+
+
+def _module_level(ctx: Context, expr: cst.Name) -> list[cst.CSTNode]:
+    """The module-level statements that assign ``expr``'s name."""
+    return [
+        a.node
+        for a in assignments(ctx, expr.value)
+        if enclosing_function(a.node, ctx) is None and ctx.enclosing(a.node, cst.ClassDef) is None
+    ]
 
 
 def _with_updates(table: Mapping, name: str, ctx: Context, depth: int) -> Value:

@@ -14,7 +14,13 @@ import libcst as cst
 
 from mutator.context import Context
 from mutator.semantics.losses import LOSS_CLASSES
-from mutator.semantics.models import MODULE_PASSTHROUGH, class_named, nn_class, unwrap_calls
+from mutator.semantics.models import (
+    MODULE_PASSTHROUGH,
+    class_named,
+    nn_class,
+    unwrap_calls,
+    without_rebinding,
+)
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import values_of
 from mutator.semantics.syntax import find_arg, is_false
@@ -37,7 +43,7 @@ def _module_values(expr: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> l
     """The constructor calls ``expr`` may hold (``model``, ``self.net``, ``Net().to(d)``),
     or None when some value is not a call the script makes."""
     values = [expr] if isinstance(expr, cst.Call) else values_of(expr, ctx, at)
-    calls = [unwrap_calls(value, MODULE_PASSTHROUGH) for value in values]
+    calls = without_rebinding(expr, [unwrap_calls(value, MODULE_PASSTHROUGH) for value in values])
     if not calls or not all(isinstance(call, cst.Call) for call in calls):
         return None
     return calls
@@ -204,3 +210,28 @@ def parameter_tensors(model: cst.BaseExpression, ctx: Context, at: cst.CSTNode) 
         return None
     counts = {_call_tensors(call, ctx, 0) for call in calls}
     return counts.pop() if len(counts) == 1 else None
+
+
+def one_weight_layer(call: cst.Call, ctx: Context, kinds: tuple[str, ...]) -> bool:
+    """Does ``call`` build one layer of ``kinds`` (``nn.Linear``), alone or as the only layer
+    with parameters of a script's module class (a logistic regression's class of one
+    ``nn.Linear``; issue 29)?"""
+    names = resolve(call.func, ctx).names
+    name = next(iter(names)) if len(names) == 1 else ""
+    if name.startswith("torch.nn.") and name.count(".") == 2:
+        return name.rsplit(".", 1)[-1] in kinds
+    cls = _local_class(call, ctx)
+    init = class_methods(cls).get("__init__") if cls is not None else None
+    if init is None or _class_tensors(cls, ctx, 1) is None:  # type: ignore[arg-type]
+        return False
+    weighted = [
+        line.value
+        for statement in init.body.body
+        for line in (statement.body[:1] if isinstance(statement, cst.SimpleStatementLine) else ())
+        if isinstance(line, cst.Assign) and _value_tensors(line.value, ctx, 1)
+    ]
+    return (
+        len(weighted) == 1
+        and isinstance(weighted[0], cst.Call)
+        and one_weight_layer(weighted[0], ctx, kinds)
+    )

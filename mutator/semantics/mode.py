@@ -18,8 +18,13 @@ import libcst as cst
 from mutator.context import Context
 from mutator.semantics.constants import UNBOUND, Bindings, bind, value
 from mutator.semantics.layers import agree, class_methods, layer_args
-from mutator.semantics.models import MODULE_PASSTHROUGH, class_named, unwrap_calls
-from mutator.semantics.modules import callers_elsewhere, imported_definition
+from mutator.semantics.models import (
+    MODULE_PASSTHROUGH,
+    class_named,
+    unwrap_calls,
+    without_rebinding,
+)
+from mutator.semantics.modules import callers_elsewhere, imported_definition, top_definition
 from mutator.semantics.names import resolve
 from mutator.semantics.scope import (
     _positional_index,
@@ -87,6 +92,10 @@ def _nn_mode(call: cst.Call, tail: str, ctx: Context, depth: int, env: Bindings)
                 )
             elif isinstance(layer, cst.Call):
                 verdicts.append(_call_mode(layer, ctx, depth + 1, env))
+            elif isinstance(layer, (cst.GeneratorExp, cst.ListComp)) and isinstance(
+                layer.elt, cst.Call
+            ):  # ``ModuleList(Block(config) for _ in range(n))``: copies of one layer
+                verdicts.append(_call_mode(layer.elt, ctx, depth + 1, env))
             else:
                 verdicts.append(None)  # a layer built elsewhere
         return _either(verdicts)
@@ -209,7 +218,17 @@ def _call_mode(call: cst.Call, ctx: Context, depth: int, env: Bindings) -> bool 
         cls = class_named(ctx, local)
         if cls is not None:
             return _defined_mode(cls, ctx, call, ctx, depth, env)
-        functions = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == local]  # type: ignore[attr-defined]
+        # A bare name calls the module's function, not a method of the same name.
+        top = top_definition(ctx, local)
+        functions = (
+            [top]
+            if isinstance(top, cst.FunctionDef)
+            else [
+                f
+                for f in ctx.nodes(cst.FunctionDef)
+                if f.name.value == local  # type: ignore[attr-defined]
+            ]
+        )
         if len(functions) == 1:
             return _defined_mode(functions[0], ctx, call, ctx, depth, env)  # type: ignore[arg-type]
         return None
@@ -290,6 +309,8 @@ def _origins(model: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> list[O
             model, ctx, at
         )
     calls = [(unwrap_calls(held, MODULE_PASSTHROUGH), where) for held, where in pairs]
+    here = without_rebinding(model, [call for call, where in calls if where is ctx])
+    calls = [(c, w) for c, w in calls if w is not ctx or any(c is h for h in here)]
     if not calls or not all(isinstance(call, cst.Call) for call, _ in calls):
         return None
     return calls  # type: ignore[return-value]
@@ -308,11 +329,29 @@ def _replaced_parts(model: cst.BaseExpression, ctx: Context) -> list[cst.BaseExp
     ]
 
 
+def _patched(call: cst.Call, ctx: Context) -> bool:
+    """Is ``call`` inside a ``with`` of the project's own context manager? It may swap the
+    layers the construction builds (lit-llama's ``with lora(dropout=...)``: every Linear
+    becomes a LoRA layer with dropout)."""
+    for block in ctx.ancestors(call):
+        if not isinstance(block, cst.With):
+            continue
+        for item in block.items:
+            manager = item.item
+            if not isinstance(manager, cst.Call):
+                continue
+            names = resolve(manager.func, ctx).names
+            local = any(n.startswith("<local>.") for n in names)
+            if local or imported_definition(manager.func, ctx) is not None:
+                return True
+    return False
+
+
 def mode_dependent(model: cst.BaseExpression, ctx: Context, at: cst.CSTNode) -> bool | None:
     """Does the model ``model`` holds act differently in train and eval mode? False only
     when every layer it builds is known and none does; None when the code does not say."""
     origins = _origins(model, ctx, at)
-    if origins is None:
+    if origins is None or any(_patched(call, where) for call, where in origins):
         return None
     verdicts = [_call_mode(call, where, 0, UNBOUND) for call, where in origins]
     for part in _replaced_parts(model, ctx):

@@ -44,6 +44,16 @@ def unwrap_calls(expr: cst.BaseExpression, methods: Collection[str]) -> cst.Base
     return expr
 
 
+def without_rebinding(
+    expr: cst.BaseExpression, values: list[cst.BaseExpression]
+) -> list[cst.BaseExpression]:
+    """``values`` (unwrapped) without those that are ``expr`` itself: ``model = model.cuda()``
+    rebinds the model the other values build (issue 29); all of them when none is left."""
+    own = dotted_name(expr)
+    kept = [v for v in values if own is None or dotted_name(v) != own]
+    return kept or values
+
+
 def _class_is_module(name: str, ctx: Context, depth: int) -> bool | None:
     """Does the class ``name`` defined in this module subclass ``nn.Module``?"""
     classes = [c for c in ctx.nodes(cst.ClassDef) if c.name.value == name]  # type: ignore[attr-defined]

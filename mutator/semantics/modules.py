@@ -5,8 +5,9 @@ file of the project (an installed package), and every answer here is None or emp
 an analysis that asks stays as unknown as it was (issue 29: "unknown must stay unknown").
 
 Resolution follows Python's: an absolute import starts from the script's own folder (the
-first entry of ``sys.path`` when it runs) or from the folder above the outermost package
-that holds it; a relative import from the module's package.
+first entry of ``sys.path`` when it runs), from the folder above the outermost package
+that holds it, or last from the repository's root (its own packages, installed or put on
+``sys.path``); a relative import from the module's package.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def _roots(ctx: Context) -> list[str]:
         top = parent
     if top != folder:
         roots.append(top)
+    # The repository's own top-level packages: a script in a subfolder (``pretrain/``)
+    # reaches ``lit_llama.model`` through an editable install or ``sys.path.append(root)``;
+    # a file the project holds there is the module the import reads (issue 29).
+    if "" not in roots:
+        roots.append("")
     return roots
 
 
