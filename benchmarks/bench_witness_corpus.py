@@ -233,15 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds < 2:
         print(f"--seeds {args.seeds}: the catalog needs at least 2 seeds")
         return 2
-    scripts = [s for s in cs.load_corpus(args.corpus_file) if s.offline]
-    if args.script:
-        unknown = sorted(set(args.script) - {s.name for s in scripts})
-        if unknown:
-            print(f"--script: not an offline script of the corpus: {', '.join(unknown)}")
-            return 2
-        scripts = [s for s in scripts if s.name in args.script]
-    if args.split != "all":
-        scripts = [s for s in scripts if s.split == args.split]
+    offline = [s for s in cs.load_corpus(args.corpus_file) if s.offline]
+    scripts, unknown = cs.select(offline, args.script, args.split)
+    if unknown:
+        print(f"--script: not an offline script of the corpus: {', '.join(unknown)}")
+        return 2
     os.environ.setdefault("MPLBACKEND", "Agg")  # scripts that plot, on a machine without display
     labels = cs.load_labels(args.labels)
     as_json: dict = {}

@@ -144,17 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.corpus.is_dir():
         print(f"--corpus {args.corpus}: no such folder (give the fetch tool's mirror folder)")
         return 2
-    scripts = cs.load_corpus()
-    if args.script:
-        unknown = sorted(set(args.script) - {s.name for s in scripts})
-        if unknown:
-            print(f"--script: unknown {', '.join(unknown)}; see benchmarks/corpus.toml")
-            return 2
-        scripts = [s for s in scripts if s.name in args.script]
-    if args.split != "all":
-        scripts = [s for s in scripts if s.split == args.split]
-    if args.draw is not None:
-        scripts = [s for s in scripts if s.draw == args.draw]
+    scripts, unknown = cs.select(cs.load_corpus(), args.script, args.split, args.draw)
+    if unknown:
+        print(f"--script: unknown {', '.join(unknown)}; see benchmarks/corpus.toml")
+        return 2
     expected = cs.load_expected()
     # a script is measured once its expected sites are written (an empty section: none);
     # until then its mutants are still being read, and no number includes it

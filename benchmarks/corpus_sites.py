@@ -67,6 +67,7 @@ for _path in (str(HERE.parent), str(HERE)):
 
 import site_match  # noqa: E402
 
+from experiments import mirrors  # noqa: E402
 from mutations.registry import all_operators  # noqa: E402
 from mutator import MutationError, SourceFile  # noqa: E402
 from mutator.project import Project  # noqa: E402
@@ -95,8 +96,7 @@ class Script:
 
     def git_dir(self, root: Path) -> Path:
         """The mirror's git directory: a bare one, or the ``.git`` of a work tree."""
-        folder = root / self.repository.replace("/", "+", 1) / "repo"
-        return folder / ".git" if (folder / ".git").is_dir() else folder
+        return mirrors.git_dir(root, self.repository)
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,20 @@ def load_corpus(path: Path | None = None) -> list[Script]:
     if mixed := sorted(r for r, found in splits_of.items() if len(found) > 1):
         raise ValueError(f"{path.name}: a repository lies in one split only: {', '.join(mixed)}")
     return scripts
+
+
+def select(
+    scripts: list[Script], names: list[str] | None, split: str = "all", draw: int | None = None
+) -> tuple[list[Script], list[str]]:
+    """The scripts named (all without names) of one half and draw, and the names that are
+    none of ``scripts`` (for the caller's one-line error)."""
+    unknown = sorted(set(names or ()) - {s.name for s in scripts})
+    chosen = [
+        s
+        for s in scripts
+        if (not names or s.name in names) and split in ("all", s.split) and draw in (None, s.draw)
+    ]
+    return chosen, unknown
 
 
 def read_pinned(script: Script, root: Path) -> str:

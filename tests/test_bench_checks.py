@@ -4,21 +4,16 @@ a mutant is counted apart, and the rates leave out what the suite did not judge.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_modules import load
 
 from experiments.mutation_testing.outcome import Row
 from experiments.mutation_testing.report import csv_text
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("bench_checks", REPO / "benchmarks/bench_checks.py")
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench  # its dataclass looks its module up there
-_spec.loader.exec_module(bench)
+bench = load("bench_checks")
 
 T = "tests/loop_checks/test_x.py::test_"
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import ast
 import csv
-import importlib.util
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import libcst as cst
 import pytest
+from benchmark_modules import load
 
 from mutations.registry import get_operator
 from mutator import Operator
@@ -25,19 +24,9 @@ from mutator import Operator
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_sites = _load("bench_sites")
-cs = _load("corpus_sites")
-report = _load("corpus_report")
+bench_sites = load("bench_sites")
+cs = load("corpus_sites")
+report = load("corpus_report")
 
 SCRIPT = """\
 import torch
@@ -237,10 +226,12 @@ def test_the_corpus_is_pinned_wide_and_keeps_the_reserved_repositories_out():
 
 
 def _held_out_draw_present(scripts) -> None:
-    """A held-out draw read for fixes joins tune (issue 29: draw 1, ops3); until the next
-    draw is merged there is no held-out half to check."""
-    if not any(s.split == "held_out" for s in scripts):
-        pytest.skip("no held-out draw in this corpus: the last one was read for fixes")
+    """A held-out draw read for fixes joins tune (issue 29: draw 1); a fresh one must then
+    be drawn: a corpus without one has no number to stand behind."""
+    assert any(s.split == "held_out" for s in scripts), (
+        "no held-out draw in benchmarks/corpus.toml: the last one was read for fixes; "
+        "draw and label a fresh one (issue 29)"
+    )
 
 
 def test_the_split_is_by_repository_about_half_and_the_tuned_repositories_stay_tune():
@@ -380,8 +371,7 @@ def test_every_corpus_mutant_is_labelled_consistent_and_within_what_holds(half, 
     """A changed operator must not keep an old label: any new, stale or inconsistent row
     fails; and each half keeps the precision and recall it was measured at."""
     scripts = [s for s in cs.load_corpus() if s.split == half]
-    if not scripts:
-        pytest.skip(f"no {half} scripts in this corpus (a draw read for fixes joined tune)")
+    assert scripts, f"no {half} scripts in benchmarks/corpus.toml (issue 29: draw a fresh one)"
     mutants, errors, missing = cs.collect(scripts, MIRROR)
     m = cs.measure(mutants, errors, cs.load_labels(), cs.load_expected())
     m.missing_scripts = missing
@@ -424,3 +414,15 @@ def test_the_benchmark_scripts_import_one_another_without_a_circle():
     circles = [c for stem in sorted(graph) if (c := circle_from(stem, stem, (stem,)))]
     assert circles == [], " ; ".join(" -> ".join(c) for c in circles)
     assert "site_match" in graph["corpus_sites"] and "corpus_sites" in graph["corpus_report"]
+
+
+def test_select_picks_scripts_by_name_half_and_draw_and_names_the_unknown():
+    scripts = [
+        cs.Script("a", "o/a", "0" * 40, "a.py", "s", "tune"),
+        cs.Script("b", "o/b", "0" * 40, "b.py", "s", "held_out", draw=2),
+        cs.Script("c", "o/c", "0" * 40, "c.py", "s", "held_out", draw=2),
+    ]
+    assert [s.name for s in cs.select(scripts, None, "held_out", 2)[0]] == ["b", "c"]
+    assert cs.select(scripts, None, "all", 1)[0] == scripts[:1]
+    chosen, unknown = cs.select(scripts, ["c", "zz"], "held_out")
+    assert [s.name for s in chosen] == ["c"] and unknown == ["zz"]

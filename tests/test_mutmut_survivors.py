@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_modules import load
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mutmut_survivors.py"
-_spec = importlib.util.spec_from_file_location("mutmut_survivors", SCRIPT)
-assert _spec is not None and _spec.loader is not None
-survivors_mod = importlib.util.module_from_spec(_spec)
-sys.modules["mutmut_survivors"] = survivors_mod
-_spec.loader.exec_module(survivors_mod)
+survivors_mod = load("mutmut_survivors")
 
 # A trimmed copy of the layout mutmut 3 writes: trampolines left out, the originals and
 # mutants kept under their mangled names, methods inside their class.

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from real_fault_repos import git
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -174,31 +174,17 @@ def test_unread_faults_are_left_out_of_the_rate():
     assert "Coupled (exact or equivalent): 1/1 (100%)" in text
 
 
-def _git(folder: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    done = subprocess.run(
-        ["git", "-C", str(folder), *args], capture_output=True, text=True, env=env, check=True
-    )
-    return done.stdout.strip()
-
-
 def test_the_bench_reads_a_fix_from_a_mirror_and_prints_its_verdict(tmp_path, capsys):
     repo = tmp_path / "mirrors" / "someone+repo" / "repo"
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     (repo / "train.py").write_text(FIXED.replace("    optimizer.zero_grad()\n", ""))
-    _git(repo, "add", "train.py")
-    _git(repo, "commit", "-qm", "faulty")
-    parent = _git(repo, "rev-parse", "HEAD")
+    git(repo, "add", "train.py")
+    git(repo, "commit", "-qm", "faulty")
+    parent = git(repo, "rev-parse", "HEAD")
     (repo / "train.py").write_text(FIXED)
-    _git(repo, "commit", "-qam", "fix: zero the gradients")
-    fix = _git(repo, "rev-parse", "HEAD")
+    git(repo, "commit", "-qam", "fix: zero the gradients")
+    fix = git(repo, "rev-parse", "HEAD")
     replay = tmp_path / "set.toml"
     replay.write_text(
         f'[[fault]]\nid = "mine"\nrepository = "someone/repo"\nfix = "{fix}"\n'

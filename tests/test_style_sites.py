@@ -10,7 +10,6 @@ its losses stay finite (and fall, where the script is a plain minimisation).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 import subprocess
@@ -19,16 +18,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from benchmark_modules import load
 
 from mutations.registry import operator_classes
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "bench_sites", ROOT / "benchmarks" / "bench_sites.py"
-)
-bench_sites = importlib.util.module_from_spec(_spec)
-sys.modules["bench_sites"] = bench_sites  # dataclasses look their module up there
-_spec.loader.exec_module(bench_sites)
+bench_sites = load("bench_sites")
 
 I14 = "issue 14: "
 # script -> operator -> what the engine gets wrong today on that script.

@@ -11,14 +11,13 @@ few real offline scripts of the corpus and skips, saying why, when the mirror fo
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_modules import load
 
 from mutations.registry import get_operator
 
@@ -36,19 +35,9 @@ def make_data():
 OPERATORS = ("drop_zero_grad", "retain_graph_left_in", "scale_lr", "drop_backward")
 
 
-def _load(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-cs = _load("corpus_sites")
-wc = _load("witness_corpus")
-bench = _load("bench_witness_corpus")
+cs = load("corpus_sites")
+wc = load("witness_corpus")
+bench = load("bench_witness_corpus")
 
 
 def _git(*args: str, cwd: Path) -> str:

@@ -18,6 +18,8 @@ from typing import Any
 
 import tomllib
 
+from experiments import mirrors
+
 # The set lives beside the benchmarks of a checkout (it is data, not part of the package).
 REPLAY_SET = Path(__file__).resolve().parents[3] / "benchmarks" / "real_faults.toml"
 # Where the ``fetch`` tool puts its mirrors; TRAINWRECK_MIRRORS names another folder.
@@ -75,8 +77,7 @@ class Fault:
     run: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def git_dir(self, root: Path) -> Path:
-        folder = root / self.repository.replace("/", "+", 1) / "repo"
-        return folder / ".git" if (folder / ".git").is_dir() else folder
+        return mirrors.git_dir(root, self.repository)
 
 
 @dataclass(frozen=True)
