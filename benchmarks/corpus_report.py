@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import corpus_measure as cm
 import corpus_sites as cs
 
 
@@ -18,7 +19,7 @@ def _ratio(pair: tuple[int, int]) -> str:
     return f"{hits / total:.1%}" if total else "n/a"
 
 
-def _recall(tally: cs.Tally) -> str:
+def _recall(tally: cm.Tally) -> str:
     return _ratio((tally.matched, tally.expected))
 
 
@@ -28,7 +29,7 @@ HEADER = (
 )
 
 
-def _row(name: str, t: cs.Tally) -> str:
+def _row(name: str, t: cm.Tally) -> str:
     n = sum(t.labels.values())
     k = t.labels
     return (
@@ -38,7 +39,7 @@ def _row(name: str, t: cs.Tally) -> str:
     )
 
 
-def summary(m: cs.Measurement, n_scripts: int, n_repos: int, n_mutants: int) -> list[str]:
+def summary(m: cm.Measurement, n_scripts: int, n_repos: int, n_mutants: int) -> list[str]:
     t = m.total()
     k = t.labels
     return [
@@ -52,7 +53,7 @@ def summary(m: cs.Measurement, n_scripts: int, n_repos: int, n_mutants: int) -> 
     ]
 
 
-def problems(m: cs.Measurement) -> list[str]:
+def problems(m: cm.Measurement) -> list[str]:
     lines = [f"not readable: {text}" for text in m.missing_scripts]
     lines += [f"engine error: {script}: {text}" for script, text in m.errors]
     lines += [f"unlabelled: {x.script}:{x.line} {x.identity} {x.diff_hash}" for x in m.unlabelled]
@@ -69,7 +70,7 @@ def problems(m: cs.Measurement) -> list[str]:
     return lines
 
 
-def details(m: cs.Measurement) -> list[str]:
+def details(m: cm.Measurement) -> list[str]:
     lines = []
     for label in sorted(m.labels_of.values(), key=lambda x: (x.script, x.line, x.operator)):
         if label.label in ("different", "false"):
@@ -80,7 +81,7 @@ def details(m: cs.Measurement) -> list[str]:
     return lines
 
 
-def todo_rows(m: cs.Measurement) -> str:
+def todo_rows(m: cm.Measurement) -> str:
     """CSV rows (empty label) for every unlabelled or stale mutant, to fill in by hand."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -98,7 +99,7 @@ def show(mutants: list[cs.CorpusMutant]) -> str:
     return "\n".join(parts)
 
 
-def failure_kinds(m: cs.Measurement) -> list[str]:
+def failure_kinds(m: cm.Measurement) -> list[str]:
     """Wrong mutants counted by (label, operator), then missed sites by operator."""
     wrong = Counter(
         (label.label, label.operator)
@@ -111,7 +112,7 @@ def failure_kinds(m: cs.Measurement) -> list[str]:
     return lines
 
 
-def _report(m: cs.Measurement, scripts: list[cs.Script], mutants) -> list[str]:
+def _report(m: cm.Measurement, scripts: list[cs.Script], mutants) -> list[str]:
     n_mutants = sum(len(mutants.get(s.name, [])) for s in scripts)
     repos = {s.repository for s in scripts}
     out = summary(m, len(scripts), len(repos), n_mutants)
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     measured = [s for s in scripts if s.name in expected]
     if args.todo or args.unlabelled:
         mutants, errors, missing = cs.collect(scripts, args.corpus)
-        m = cs.measure(mutants, errors, cs.load_labels(), expected)
+        m = cm.measure(mutants, errors, cs.load_labels(), expected)
         if args.todo:
             sys.stdout.write(todo_rows(m))
         else:
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     for half in halves:
         mine = [s for s in measured if s.split == half]
         names = {s.name for s in mine}
-        m = cs.measure(
+        m = cm.measure(
             {k: v for k, v in mutants.items() if k in names},
             {k: v for k, v in errors.items() if k in names},
             {k: v for k, v in labels.items() if k[0] in names},
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if args.check and found_problems else 0
 
 
-def _as_dict(t: cs.Tally) -> dict:
+def _as_dict(t: cm.Tally) -> dict:
     return {
         "labels": dict(t.labels),
         "engine_errors": t.errors,

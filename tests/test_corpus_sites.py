@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 bench_sites = load("bench_sites")
 cs = load("corpus_sites")
+cm = load("corpus_measure")
 report = load("corpus_report")
 
 SCRIPT = """\
@@ -103,7 +104,7 @@ def test_the_join_counts_precision_recall_and_flags_every_gap():
             "no_shuffle": [bench_sites.Entry(frozenset([7]))],
         }
     }
-    m = cs.measure({"tiny": found}, {"tiny": errors}, labels, expected)
+    m = cm.measure({"tiny": found}, {"tiny": errors}, labels, expected)
     total = m.total()
     assert total.labels == {"ok": 2, "false": 1}
     assert total.default_path == (2, 3)  # ok / (ok + different + false)
@@ -124,7 +125,7 @@ def test_the_join_counts_precision_recall_and_flags_every_gap():
 
 
 def test_eval_only_and_off_path_leave_default_path_precision_alone():
-    tally = cs.Tally()
+    tally = cm.Tally()
     tally.labels.update({"ok": 3, "eval_only": 5, "off_path": 2, "different": 1})
     tally.errors = 1
     assert tally.default_path == (3, 5)  # ok / (ok + different + false + engine errors)
@@ -145,7 +146,7 @@ def test_an_operator_that_raises_is_an_engine_error_and_the_others_still_count()
     found, errors = cs.mutants_of(SCRIPT, "tiny", [get_operator("drop_backward"), _Raises()])
     assert [m.operator for m in found] == ["drop_backward"]
     assert len(errors) == 1 and errors[0].startswith(": RuntimeError: boom")
-    m = cs.measure({"tiny": found}, {"tiny": errors}, {}, {})
+    m = cm.measure({"tiny": found}, {"tiny": errors}, {}, {})
     assert m.total().errors == 1 and [x.operator for x in m.unlabelled] == ["drop_backward"]
 
 
@@ -373,7 +374,7 @@ def test_every_corpus_mutant_is_labelled_consistent_and_within_what_holds(half, 
     scripts = [s for s in cs.load_corpus() if s.split == half]
     assert scripts, f"no {half} scripts in benchmarks/corpus.toml (issue 29: draw a fresh one)"
     mutants, errors, missing = cs.collect(scripts, MIRROR)
-    m = cs.measure(mutants, errors, cs.load_labels(), cs.load_expected())
+    m = cm.measure(mutants, errors, cs.load_labels(), cs.load_expected())
     m.missing_scripts = missing
     found = report.problems(m) + [
         f"not yet labelled: {s.name}" for s in scripts if s.name not in cs.load_expected()

@@ -279,3 +279,24 @@ def test_removing_the_probes_restores_the_clamps_and_cross_entropy():
     assert before == after
     # Deleted again, not shadowed: a reused run process compares these namespaces.
     assert "clamp" not in vars(torch.Tensor) and "clamp_max" not in vars(torch.Tensor)
+
+
+def test_which_loaders_count_as_shuffled():
+    from torch.utils import data
+
+    from experiments.harness.probe_loaders import shuffles
+
+    dataset = data.TensorDataset(torch.arange(10.0))
+
+    class Pairs(data.Sampler):  # a batch sampler of the project's own: order unknown
+        def __iter__(self):
+            return iter([[0, 1], [2, 3]])
+
+        def __len__(self):
+            return 2
+
+    assert shuffles(data.DataLoader(dataset, batch_size=2, shuffle=True)) is True
+    assert shuffles(data.DataLoader(dataset, batch_size=2)) is False
+    assert shuffles(data.DataLoader(dataset, batch_sampler=Pairs())) is None
+    weighted = data.WeightedRandomSampler([1.0] * 10, 10)
+    assert shuffles(data.DataLoader(dataset, sampler=weighted)) is True

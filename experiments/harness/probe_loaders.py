@@ -28,6 +28,8 @@ def shuffles(loader: Any) -> bool | None:
     batch_sampler = getattr(loader, "batch_sampler", None)
     if isinstance(batch_sampler, data.BatchSampler):
         sampler = batch_sampler.sampler
+    elif batch_sampler is not None:  # a batch sampler of its own: its order is its own
+        return None
     if isinstance(sampler, _SHUFFLING):
         return True
     if isinstance(sampler, data.SequentialSampler):
